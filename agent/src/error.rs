@@ -1,0 +1,19 @@
+//! Errors of the agent crate.
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("{file}:{line}: {why}")]
+    Replay {
+        file: String,
+        line: usize,
+        why: String,
+    },
+    #[error("reading {file}: {source}")]
+    Io {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("parameter space: {0}")]
+    Space(String),
+}

@@ -1,0 +1,55 @@
+//! Proposers: where candidates come from. A proposer hands out one candidate at a time, seeing
+//! the incumbent's parameter assignment and what was already measured in this context; it never
+//! builds, runs or measures anything (that is the sandbox's and the judge's job).
+
+mod error;
+mod replay;
+mod search;
+
+pub use error::AgentError;
+pub use replay::ReplayProposer;
+pub use search::{ParamSpace, SearchProposer, params_key};
+
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+
+/// A parameter assignment: name -> value.
+pub type Params = BTreeMap<String, Value>;
+
+/// What a proposer suggests changing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProposedChange {
+    /// A unified diff against the incumbent.
+    Diff(String),
+    /// Whole files: path -> content.
+    Files(BTreeMap<String, String>),
+    /// A full parameter assignment for the task's `[params]`.
+    Params(Params),
+}
+
+/// One candidate as proposed, with its provenance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposal {
+    pub change: ProposedChange,
+    /// Why the proposer thinks this might help (free text, optional).
+    pub note: Option<String>,
+    /// Where it came from, e.g. `search(local)` or `replay:cands.jsonl:3`.
+    pub origin: String,
+}
+
+/// What a proposer may look at when choosing the next candidate.
+#[derive(Debug, Clone, Default)]
+pub struct ProposalContext {
+    /// The incumbent's parameter assignment, when the task has `[params]`.
+    pub incumbent_params: Option<Params>,
+    /// `params_key` of every assignment already measured in this context.
+    pub tried_params: HashSet<String>,
+}
+
+/// A source of candidates.
+pub trait Proposer: Send {
+    /// Short name recorded with each candidate (`search`, `replay`).
+    fn name(&self) -> &str;
+    /// The next candidate, or `None` when this proposer has nothing left to offer.
+    fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError>;
+}

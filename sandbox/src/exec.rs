@@ -1,0 +1,320 @@
+//! Running a task's commands: `sh -c` in the candidate's tree with an empty stdin, only the
+//! environment the caller passes (never the parent's), its own process group (killed whole on
+//! timeout, on cancel, and after it exits so nothing outlives it), output captured to files and
+//! kept as a capped tail, a file-size limit, and, where `bwrap` works, a read-only root, a
+//! private /tmp, no network and its own PID namespace.
+
+use crate::SandboxError;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Set to true to abandon the running command (e.g. on Ctrl-C): it is killed with its group.
+pub type CancelFlag = Arc<AtomicBool>;
+
+/// How often a waiting run looks at the cancel flag; exits are seen at once, not polled.
+const CANCEL_POLL: Duration = Duration::from_millis(100);
+
+/// How commands are isolated on this machine.
+#[derive(Debug, Clone)]
+pub enum Isolation {
+    /// bubblewrap at this path works here.
+    Bwrap(PathBuf),
+    /// No isolation beyond process groups and the scrubbed environment; the reason why.
+    Plain(String),
+}
+
+impl Isolation {
+    /// Uses bwrap when it is on the PATH and can actually create its namespaces here.
+    pub fn detect(path_var: &str) -> Isolation {
+        let found = path_var
+            .split(':')
+            .map(|d| Path::new(d).join("bwrap"))
+            .find(|p| p.is_file());
+        let Some(bwrap) = found else {
+            return Isolation::Plain("bwrap is not installed (Debian package `bubblewrap`)".into());
+        };
+        let probe = std::process::Command::new(&bwrap)
+            .args([
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--unshare-net",
+                "--unshare-pid",
+                "--die-with-parent",
+                "true",
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .output();
+        match probe {
+            Ok(out) if out.status.success() => Isolation::Bwrap(bwrap),
+            Ok(out) => Isolation::Plain(format!(
+                "bwrap cannot create namespaces here: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => Isolation::Plain(format!("bwrap did not start: {e}")),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Isolation::Bwrap(p) => format!(
+                "bwrap ({}): read-only root, private /tmp, no network",
+                p.display()
+            ),
+            Isolation::Plain(why) => format!("none: {why}"),
+        }
+    }
+}
+
+/// One command to run.
+#[derive(Debug, Clone)]
+pub struct CommandSpec<'a> {
+    /// Run with `sh -c`.
+    pub script: &'a str,
+    /// The candidate's tree: the working directory and the only writable place under bwrap.
+    pub cwd: &'a Path,
+    /// The complete environment of the command.
+    pub env: Vec<(String, String)>,
+    pub timeout: Duration,
+    /// Bytes of the tail of stdout and of stderr kept.
+    pub output_cap: usize,
+    /// Largest file the command may write (RLIMIT_FSIZE), so a runaway writer cannot fill the disk.
+    pub max_file_bytes: u64,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitKind {
+    Code(i32),
+    Signal(i32),
+    TimedOut,
+    Cancelled,
+}
+
+/// What a command did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub exit: ExitKind,
+    /// The last `output_cap` bytes of stdout, lossily decoded.
+    pub stdout: String,
+    pub stderr: String,
+    /// True when either stream was longer than the cap.
+    pub truncated: bool,
+    pub wall: Duration,
+}
+
+impl Outcome {
+    pub fn success(&self) -> bool {
+        self.exit == ExitKind::Code(0)
+    }
+
+    /// "exit status 2", "killed by signal 9", "timed out after 120s" ...
+    pub fn describe(&self, timeout: Duration) -> String {
+        match self.exit {
+            ExitKind::Code(c) => format!("exit status {c}"),
+            ExitKind::Signal(s) => format!("killed by signal {s}"),
+            ExitKind::TimedOut => format!("timed out after {}s", timeout.as_secs_f64()),
+            ExitKind::Cancelled => "cancelled".into(),
+        }
+    }
+}
+
+/// Runs commands under this machine's isolation.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    isolation: Isolation,
+}
+
+fn kill_group(pgid: u32) {
+    // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
+    // ESRCH (group already gone) is the common, harmless case.
+    unsafe {
+        libc::kill(-(pgid as libc::pid_t), libc::SIGKILL);
+    }
+}
+
+fn read_tail(file: &mut File, cap: usize) -> Result<(String, bool), SandboxError> {
+    let len = file
+        .seek(SeekFrom::End(0))
+        .map_err(|e| SandboxError::io("reading command output", e))?;
+    let start = len.saturating_sub(cap as u64);
+    file.seek(SeekFrom::Start(start))
+        .map_err(|e| SandboxError::io("reading command output", e))?;
+    let mut buf = Vec::with_capacity((len - start) as usize);
+    file.read_to_end(&mut buf)
+        .map_err(|e| SandboxError::io("reading command output", e))?;
+    Ok((String::from_utf8_lossy(&buf).into_owned(), start > 0))
+}
+
+impl Runner {
+    pub fn new(isolation: Isolation) -> Self {
+        Runner { isolation }
+    }
+
+    pub fn isolation(&self) -> &Isolation {
+        &self.isolation
+    }
+
+    fn argv(&self, spec: &CommandSpec<'_>) -> Vec<String> {
+        let cwd = spec.cwd.display().to_string();
+        let mut argv = Vec::new();
+        if let Isolation::Bwrap(bwrap) = &self.isolation {
+            argv.push(bwrap.display().to_string());
+            for a in [
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--tmpfs",
+                "/tmp",
+            ] {
+                argv.push(a.into());
+            }
+            // The tree may live under /tmp: bind it after the tmpfs so it shows through.
+            argv.extend([
+                "--bind".into(),
+                cwd.clone(),
+                cwd.clone(),
+                "--chdir".into(),
+                cwd,
+            ]);
+            for a in [
+                "--unshare-net",
+                "--unshare-pid",
+                "--unshare-ipc",
+                "--die-with-parent",
+                "--new-session",
+                "--",
+            ] {
+                argv.push(a.into());
+            }
+        }
+        argv.extend(["sh".into(), "-c".into(), spec.script.into()]);
+        argv
+    }
+
+    /// Runs one command to completion, timeout or cancellation. Blocking: call it from a
+    /// blocking thread.
+    pub fn run(
+        &self,
+        spec: &CommandSpec<'_>,
+        cancel: &CancelFlag,
+    ) -> Result<Outcome, SandboxError> {
+        let mut out_file =
+            tempfile::tempfile().map_err(|e| SandboxError::io("creating an output file", e))?;
+        let mut err_file =
+            tempfile::tempfile().map_err(|e| SandboxError::io("creating an output file", e))?;
+        let argv = self.argv(spec);
+        let max_file = spec.max_file_bytes;
+        let started = Instant::now();
+        let handle = duct::cmd(&argv[0], &argv[1..])
+            .dir(spec.cwd)
+            .full_env(spec.env.iter().cloned())
+            .stdin_null()
+            .stdout_file(
+                out_file
+                    .try_clone()
+                    .map_err(|e| SandboxError::io("duplicating an output file", e))?,
+            )
+            .stderr_file(
+                err_file
+                    .try_clone()
+                    .map_err(|e| SandboxError::io("duplicating an output file", e))?,
+            )
+            .unchecked()
+            .before_spawn(move |cmd| {
+                cmd.process_group(0);
+                // SAFETY: only async-signal-safe calls (setrlimit, prctl) between fork and exec.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        let lim = libc::rlimit {
+                            rlim_cur: max_file,
+                            rlim_max: max_file,
+                        };
+                        libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+                        // If polymorph dies, the command dies with it.
+                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                        Ok(())
+                    });
+                }
+                Ok(())
+            })
+            .start()
+            .map_err(|e| SandboxError::io(format!("starting `{}`", spec.script), e))?;
+        let handle = Arc::new(handle);
+        let pgid = handle.pids().first().copied().unwrap_or(0);
+        let (tx, rx) = mpsc::channel();
+        let waiter = {
+            let handle = Arc::clone(&handle);
+            std::thread::spawn(move || {
+                let status = handle.wait().map(|o| o.status);
+                let _ = tx.send(status);
+            })
+        };
+        let deadline = started + spec.timeout;
+        let mut forced = None;
+        let status = loop {
+            let now = Instant::now();
+            if cancel.load(Ordering::SeqCst) {
+                forced = Some(ExitKind::Cancelled);
+            } else if now >= deadline {
+                forced = Some(ExitKind::TimedOut);
+            }
+            if forced.is_some() {
+                kill_group(pgid);
+                break rx.recv().ok();
+            }
+            match rx.recv_timeout(CANCEL_POLL.min(deadline - now)) {
+                Ok(status) => break Some(status),
+                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+            }
+        };
+        // Whatever the command left behind in its group (background jobs) dies now.
+        kill_group(pgid);
+        let _ = waiter.join();
+        let wall = started.elapsed();
+        let exit = match forced {
+            Some(kind) => kind,
+            None => match status {
+                Some(Ok(st)) => {
+                    use std::os::unix::process::ExitStatusExt;
+                    match (st.code(), st.signal()) {
+                        (Some(c), _) => ExitKind::Code(c),
+                        (None, Some(s)) => ExitKind::Signal(s),
+                        (None, None) => ExitKind::Signal(0),
+                    }
+                }
+                Some(Err(e)) => {
+                    return Err(SandboxError::io(
+                        format!("waiting for `{}`", spec.script),
+                        e,
+                    ));
+                }
+                None => ExitKind::Signal(0),
+            },
+        };
+        let (stdout, t1) = read_tail(&mut out_file, spec.output_cap)?;
+        let (stderr, t2) = read_tail(&mut err_file, spec.output_cap)?;
+        Ok(Outcome {
+            exit,
+            stdout,
+            stderr,
+            truncated: t1 || t2,
+            wall,
+        })
+    }
+}

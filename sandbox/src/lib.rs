@@ -1,0 +1,22 @@
+//! The sandbox: builds a fresh tree per candidate, verifies a proposed change before anything
+//! runs (editable paths only, no escapes, size caps), applies it, guards harness-owned files by
+//! hash, and runs commands with an empty stdin, a scrubbed environment, a timeout that kills the
+//! whole process group, capped output and, where `bwrap` exists, no network and a read-only root.
+//!
+//! It knows nothing about models or proposers: a change arrives as text and file contents.
+
+mod change;
+mod error;
+mod exec;
+mod params;
+mod patch;
+mod path;
+mod workspace;
+
+pub use change::{Change, Edit, Limits, VerifiedChange, verify_change};
+pub use error::SandboxError;
+pub use exec::{CancelFlag, CommandSpec, ExitKind, Isolation, Outcome, Runner};
+pub use params::{ParamFormat, parse_params, render_params};
+pub use patch::{FilePatch, parse_unified_diff};
+pub use path::RelPath;
+pub use workspace::{FileTree, Manifest, Workspace, sha256_hex};

@@ -1,0 +1,94 @@
+//! The command line: clap types only. Doc comments are the help text.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Environment variable naming the default runs.db.
+pub const ENV_DB: &str = "POLYMORPH_DB";
+/// Environment variable naming the default ledger.
+pub const ENV_LEDGER: &str = "POLYMORPH_LEDGER";
+
+/// polymorph makes inference kernels and serving configs faster, and proves it: candidates are
+/// built in a sandbox, checked, benchmarked against the incumbent with paired statistics, and
+/// only verified improvements are committed to a git ledger.
+///
+/// Exit codes: 0 success, 2 error (bad input, a failed run), 130 interrupted (Ctrl-C or SIGTERM;
+/// run the same command again to resume).
+#[derive(Debug, Parser)]
+#[command(name = "polymorph", version)]
+pub struct Cli {
+    /// The SQLite history of every run and candidate.
+    #[arg(long, global = true, env = ENV_DB, default_value = "runs.db")]
+    pub db: PathBuf,
+    /// The git ledger of accepted entries (a bare repository; `git -C ledger log --all`).
+    #[arg(long, global = true, env = ENV_LEDGER, default_value = "ledger")]
+    pub ledger: PathBuf,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Optimize a task: propose, verify, benchmark and commit verified improvements.
+    Run {
+        /// Directory holding task.toml.
+        task_dir: PathBuf,
+        /// auto (search when the task has [params]), search, agent, or replay:FILE (JSON Lines).
+        #[arg(long, default_value = "auto")]
+        proposer: String,
+        /// Candidates to evaluate in this run.
+        #[arg(long, default_value_t = 40)]
+        budget: usize,
+        /// Seed for the search proposer (random when omitted; recorded in runs.db).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Use this workload file instead of the task's [context] workload.
+        #[arg(long)]
+        workload: Option<PathBuf>,
+        /// Print the result as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a task, then build, test and benchmark its starting source and its hand-tuned
+    /// baseline side by side.
+    Check {
+        task_dir: PathBuf,
+        /// Interleaved benchmark rounds per tree.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        #[arg(long)]
+        workload: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Runs and their outcomes.
+    History {
+        /// Only runs of this task (its name).
+        #[arg(long)]
+        task: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One candidate (a number), ledger entry (e12) or commit (hex prefix): diff, samples, verdict.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The current best entry of a task for a context: what a deployment should use.
+    Best {
+        /// A task directory (its current context is used) or a task name.
+        task: String,
+        /// A context id (see `history`); defaults to the task's current context.
+        #[arg(long)]
+        context: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read-only SQL over runs.db (see README for the schema); writes are refused.
+    Query {
+        sql: String,
+        #[arg(long)]
+        json: bool,
+    },
+}

@@ -1,0 +1,572 @@
+//! The commands behind the CLI: each opens what it needs, does its work through the library and
+//! prints a result on stdout (a table for people, JSON with `--json`).
+
+use crate::cli::{Cli, Command};
+use crate::evaluate::{Built, Harness};
+use crate::judge::pct;
+use crate::ledger::Ledger;
+use crate::optimize::{self, ProposerChoice, RunOptions, RunReport};
+use crate::stats::median;
+use crate::store::{EntryRow, Store};
+use anyhow::{Context as _, Result, bail};
+use sandbox::{CancelFlag, Isolation, Runner};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
+    match cli.command {
+        Command::Run {
+            task_dir,
+            proposer,
+            budget,
+            seed,
+            workload,
+            json,
+        } => {
+            if budget == 0 {
+                bail!("--budget must be at least 1");
+            }
+            let opts = RunOptions {
+                proposer: ProposerChoice::parse(&proposer)?,
+                budget,
+                seed,
+                workload,
+                progress: true,
+            };
+            let _lock = RunLock::acquire(&cli.db)?;
+            let store = Store::open(&cli.db).await?;
+            let report =
+                optimize::run(&store, &cli.ledger, &task_dir, &opts, &runner(), cancel).await?;
+            print_run(&report, &cli.ledger, json)
+        }
+        Command::Check {
+            task_dir,
+            rounds,
+            workload,
+            json,
+        } => check(&task_dir, rounds.max(1), workload.as_deref(), json, cancel),
+        Command::History { task, json } => {
+            history(&Store::open(&cli.db).await?, task.as_deref(), json).await
+        }
+        Command::Show { id, json } => {
+            show(&Store::open(&cli.db).await?, &cli.ledger, &id, json).await
+        }
+        Command::Best {
+            task,
+            context,
+            json,
+        } => {
+            best(
+                &Store::open(&cli.db).await?,
+                &cli.ledger,
+                &task,
+                context.as_deref(),
+                json,
+            )
+            .await
+        }
+        Command::Query { sql, json } => query(&Store::open(&cli.db).await?, &sql, json).await,
+    }
+}
+
+fn runner() -> Runner {
+    let isolation = Isolation::detect(&std::env::var("PATH").unwrap_or_default());
+    if let Isolation::Plain(why) = &isolation {
+        tracing::warn!(
+            "task commands run without bwrap isolation ({why}): no network or filesystem confinement"
+        );
+    }
+    Runner::new(isolation)
+}
+
+/// One `run` at a time per runs.db: a second is refused with the holder's pid.
+struct RunLock {
+    _file: std::fs::File,
+}
+
+impl RunLock {
+    fn acquire(db: &Path) -> Result<RunLock> {
+        let path = PathBuf::from(format!("{}.lock", db.display()));
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        if file.try_lock().is_err() {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            bail!(
+                "another polymorph run is using {} (pid {}); wait for it or use another --db",
+                db.display(),
+                holder.trim()
+            );
+        }
+        file.set_len(0)?;
+        write!(file, "{}", std::process::id())?;
+        Ok(RunLock { _file: file })
+    }
+}
+
+fn fmt_score(x: Option<f64>) -> String {
+    x.map_or("-".to_string(), |v| format!("{v:.4}"))
+}
+
+fn print_json(v: &impl serde::Serialize) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(v)?);
+    Ok(())
+}
+
+fn print_run(r: &RunReport, ledger: &Path, json: bool) -> Result<()> {
+    if json {
+        return print_json(r);
+    }
+    println!(
+        "run {} on {} ({}), context {}: {}",
+        r.run_id, r.task, r.proposer, r.context_id, r.status
+    );
+    if let Some(m) = &r.message {
+        println!("  {m}");
+    }
+    println!(
+        "  {} candidates: {} accepted, {} rejected, {} failed, {} quarantined",
+        r.candidates, r.accepted, r.rejected, r.failed, r.quarantined
+    );
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => format!("{:.2}x", b / a),
+        _ => "-".into(),
+    };
+    println!(
+        "  {} (measured side by side at the end of the run):",
+        r.metric
+    );
+    println!("    start       {}", fmt_score(r.start_score));
+    println!(
+        "    best        {}  ({} the start)",
+        fmt_score(r.best_score),
+        ratio(r.start_score, r.best_score)
+    );
+    if r.hand_tuned_score.is_some() {
+        println!(
+            "    hand-tuned  {}  (best is {} of it)",
+            fmt_score(r.hand_tuned_score),
+            ratio(r.hand_tuned_score, r.best_score)
+        );
+    }
+    if let (Some(e), Some(c)) = (r.best_entry, &r.best_commit) {
+        println!(
+            "  best entry e{e}, commit {}: git -C {} log {}",
+            &c[..12.min(c.len())],
+            ledger.display(),
+            r.branch
+        );
+    }
+    Ok(())
+}
+
+fn check(
+    task_dir: &Path,
+    rounds: usize,
+    workload: Option<&Path>,
+    json: bool,
+    cancel: CancelFlag,
+) -> Result<()> {
+    let r = optimize::resolve(task_dir, workload)?;
+    let runner = runner();
+    let mut h = Harness::new(&r.task, &r.source, &runner, cancel, r.workload.as_ref())?;
+    let mut names = vec!["start"];
+    let mut built: Vec<Built> = vec![
+        h.prepare(r.source.clone())
+            .map_err(|f| anyhow::anyhow!("the task as given: {}", f.reason))?,
+    ];
+    if let Some(hand) = r.task.hand_tuned_tree(&r.source)? {
+        built.push(
+            h.prepare(hand)
+                .map_err(|f| anyhow::anyhow!("the hand-tuned baseline: {}", f.reason))?,
+        );
+        names.push("hand_tuned");
+    }
+    let refs: Vec<&Built> = built.iter().collect();
+    let samples = h.measure(&refs, rounds)?;
+    let cases: Vec<String> = samples[0][0].cases.keys().cloned().collect();
+    let per_case = |i: usize, case: &str| {
+        median(&samples[i].iter().map(|s| s.cases[case]).collect::<Vec<_>>())
+    };
+    let scores: Vec<f64> = (0..names.len())
+        .map(|i| crate::evaluate::median_score(&samples[i]))
+        .collect();
+    if json {
+        let trees: Vec<Value> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let c: serde_json::Map<String, Value> = cases
+                    .iter()
+                    .map(|c| (c.clone(), json!(per_case(i, c))))
+                    .collect();
+                json!({ "name": n, "score": scores[i], "cases": c })
+            })
+            .collect();
+        return print_json(&json!({
+            "task": r.task.name, "context_id": r.context_id, "metric": r.task.metric.name,
+            "direction": r.task.metric.direction.as_str(), "isolation": runner.isolation().describe(), "trees": trees,
+        }));
+    }
+    println!(
+        "task {} ok: builds, passes its test, benchmarks ({} rounds each, interleaved)",
+        r.task.name, rounds
+    );
+    println!(
+        "context {}  isolation: {}",
+        r.context_id,
+        runner.isolation().describe()
+    );
+    print!(
+        "{:<24}",
+        format!(
+            "{} ({})",
+            r.task.metric.name,
+            r.task.metric.direction.as_str()
+        )
+    );
+    for n in &names {
+        print!("{n:>14}");
+    }
+    println!();
+    for c in &cases {
+        print!("{c:<24}");
+        for i in 0..names.len() {
+            print!("{:>14.4}", per_case(i, c));
+        }
+        println!();
+    }
+    print!("{:<24}", "score (geomean)");
+    for s in &scores {
+        print!("{s:>14.4}");
+    }
+    println!();
+    if scores.len() == 2 {
+        let g = crate::judge::log_gain(r.task.metric.direction, scores[0], scores[1]).exp();
+        println!("hand-tuned is {g:.2}x the start");
+    }
+    Ok(())
+}
+
+async fn history(store: &Store, task: Option<&str>, json: bool) -> Result<()> {
+    let runs = store.runs(task).await?;
+    let mut rows = Vec::new();
+    for run in &runs {
+        let counts = store.verdict_counts(run.id).await?;
+        let count = |v: &str| counts.iter().find(|(k, _)| k == v).map_or(0, |(_, n)| *n);
+        let best = store
+            .incumbent(&crate::ledger::branch_name(&run.task, &run.context_id))
+            .await?;
+        rows.push(json!({
+            "run": run.id, "task": run.task, "context_id": run.context_id, "proposer": run.proposer,
+            "budget": run.budget, "status": run.status, "started_at": run.started_at, "finished_at": run.finished_at,
+            "candidates": counts.iter().map(|(_, n)| n).sum::<i64>(),
+            "accepted": count("accepted"), "rejected": count("rejected"), "failed": count("failed"), "quarantined": count("quarantined"),
+            "start_score": run.start_score, "hand_tuned_score": run.hand_tuned_score,
+            "best_entry": best.as_ref().map(|b| b.id), "best_score": best.and_then(|b| b.score),
+            "message": run.message,
+        }));
+    }
+    if json {
+        return print_json(&rows);
+    }
+    if rows.is_empty() {
+        println!(
+            "no runs yet{}",
+            task.map(|t| format!(" for task {t}")).unwrap_or_default()
+        );
+        return Ok(());
+    }
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    println!(
+        "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20}",
+        "run",
+        "task",
+        "context",
+        "proposer",
+        "status",
+        "cand",
+        "acc",
+        "rej",
+        "fail",
+        "quar",
+        "best",
+        "started"
+    );
+    for r in &rows {
+        let proposer = text(&r["proposer"]);
+        let proposer = if proposer.starts_with("replay:") {
+            "replay".to_string()
+        } else {
+            proposer
+        };
+        let best = r["best_score"]
+            .as_f64()
+            .map_or("-".to_string(), |b| format!("{b:.4}"));
+        println!(
+            "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20}",
+            text(&r["run"]),
+            text(&r["task"]),
+            text(&r["context_id"]),
+            proposer,
+            text(&r["status"]),
+            text(&r["candidates"]),
+            text(&r["accepted"]),
+            text(&r["rejected"]),
+            text(&r["failed"]),
+            text(&r["quarantined"]),
+            best,
+            text(&r["started_at"]),
+        );
+    }
+    Ok(())
+}
+
+async fn resolve_entry(store: &Store, id: &str) -> Result<Option<EntryRow>> {
+    if let Some(n) = id.strip_prefix('e').and_then(|n| n.parse::<i64>().ok()) {
+        return store.entry(n).await;
+    }
+    if id.len() >= 7 && id.chars().all(|c| c.is_ascii_hexdigit()) && id.parse::<i64>().is_err() {
+        let found = store.entry_by_commit(&id.to_ascii_lowercase()).await?;
+        if found.len() > 1 {
+            bail!("commit prefix {id} is ambiguous ({} entries)", found.len());
+        }
+        return Ok(found.into_iter().next());
+    }
+    Ok(None)
+}
+
+async fn show(store: &Store, ledger_path: &Path, id: &str, json: bool) -> Result<()> {
+    let entry = resolve_entry(store, id).await?;
+    let candidate_id = match (&entry, id.parse::<i64>()) {
+        (Some(e), _) => e.candidate_id,
+        (None, Ok(n)) => Some(n),
+        (None, Err(_)) => {
+            bail!("no entry {id}: give a candidate number, an entry like e3, or a commit prefix")
+        }
+    };
+    let Some(cid) = candidate_id else {
+        let e = entry.context("entry vanished")?;
+        let out = json!({ "entry": e.id, "kind": e.kind, "task": e.task, "context_id": e.context_id, "branch": e.branch, "commit": e.commit_sha });
+        if json {
+            return print_json(&out);
+        }
+        println!(
+            "entry e{}: the task {} as given, branch {}, commit {}",
+            e.id, e.task, e.branch, e.commit_sha
+        );
+        return Ok(());
+    };
+    let c = store
+        .candidate(cid)
+        .await?
+        .with_context(|| format!("no candidate {cid} in runs.db"))?;
+    let entry = match entry {
+        Some(e) => Some(e),
+        None => store.entry_for_candidate(cid).await?,
+    };
+    let samples = store.samples(cid).await?;
+    let diff = match &entry {
+        Some(e) if e.kind == "accepted" => {
+            let ledger = Ledger::open_or_init(ledger_path)?;
+            let parent = match e.parent_entry_id {
+                Some(p) => store.entry(p).await?.map(|p| p.commit_sha),
+                None => None,
+            };
+            match parent {
+                Some(p) => Some(ledger.diff(
+                    git2::Oid::from_str(&p)?,
+                    git2::Oid::from_str(&e.commit_sha)?,
+                )?),
+                None => c.diff.clone(),
+            }
+        }
+        _ => c.diff.clone(),
+    };
+    let mut per_case: std::collections::BTreeMap<String, (Vec<f64>, Vec<f64>)> = Default::default();
+    for s in &samples {
+        let slot = per_case.entry(s.case_name.clone()).or_default();
+        if s.side == "incumbent" {
+            slot.0.push(s.value)
+        } else {
+            slot.1.push(s.value)
+        }
+    }
+    if json {
+        let cases: serde_json::Map<String, Value> = per_case
+            .iter()
+            .map(|(k, (a, b))| (k.clone(), json!({ "incumbent": a, "candidate": b, "incumbent_median": median(a), "candidate_median": median(b) })))
+            .collect();
+        return print_json(&json!({
+            "candidate": c.id, "run": c.run_id, "seq": c.seq, "task": c.task, "context_id": c.context_id,
+            "proposer": c.proposer, "origin": c.origin, "note": c.note, "kind": c.kind, "payload": serde_json::from_str::<Value>(&c.payload)?,
+            "verdict": c.verdict, "reason": c.reason, "stage": c.stage,
+            "gain": c.gain, "gain_low": c.gain_low, "gain_high": c.gain_high, "confidence": c.confidence,
+            "incumbent_score": c.incumbent_score, "candidate_score": c.candidate_score, "pairs": c.pairs,
+            "bench_seconds": c.bench_seconds, "overhead_ms": c.overhead_ms, "parent_entry": c.parent_entry_id,
+            "entry": entry.as_ref().map(|e| json!({ "id": e.id, "commit": e.commit_sha, "branch": e.branch, "review_state": e.review_state })),
+            "cases": cases, "diff": diff, "log": c.log, "created_at": c.created_at,
+        }));
+    }
+    println!(
+        "candidate {} (run {}, #{}) of {} in context {}",
+        c.id, c.run_id, c.seq, c.task, c.context_id
+    );
+    println!(
+        "  proposer: {} ({}){}",
+        c.proposer,
+        c.origin,
+        c.note
+            .as_ref()
+            .map(|n| format!(": {n}"))
+            .unwrap_or_default()
+    );
+    println!("  verdict:  {} at {}: {}", c.verdict, c.stage, c.reason);
+    if let (Some(g), Some(l), Some(h)) = (c.gain, c.gain_low, c.gain_high) {
+        println!(
+            "  gain:     {} [{}, {}] at {:.1}% confidence over {} pairs ({:.1}s of benchmarks)",
+            pct(g),
+            pct(l),
+            pct(h),
+            c.confidence.unwrap_or(0.0) * 100.0,
+            c.pairs,
+            c.bench_seconds
+        );
+        println!(
+            "  score:    incumbent {} -> candidate {}",
+            fmt_score(c.incumbent_score),
+            fmt_score(c.candidate_score)
+        );
+    }
+    if let Some(e) = &entry {
+        println!(
+            "  ledger:   entry e{} on {}, commit {} ({})",
+            e.id, e.branch, e.commit_sha, e.review_state
+        );
+    }
+    if !per_case.is_empty() {
+        println!(
+            "  {:<24}{:>14}{:>14}{:>10}",
+            "case (median)", "incumbent", "candidate", "change"
+        );
+        for (k, (a, b)) in &per_case {
+            let (ma, mb) = (median(a), median(b));
+            println!(
+                "  {k:<24}{ma:>14.4}{mb:>14.4}{:>10}",
+                format!("{:+.1}%", (mb / ma - 1.0) * 100.0)
+            );
+        }
+    }
+    if let Some(d) = diff.filter(|d| !d.is_empty()) {
+        println!();
+        print!("{d}");
+    }
+    if let Some(log) = c.log.filter(|l| !l.is_empty()) {
+        println!("\n--- output of the failing command (tail) ---\n{log}");
+    }
+    Ok(())
+}
+
+async fn best(
+    store: &Store,
+    ledger_path: &Path,
+    task: &str,
+    context: Option<&str>,
+    json: bool,
+) -> Result<()> {
+    let as_dir = Path::new(task);
+    let (name, ctx) = if as_dir.join("task.toml").is_file() {
+        let r = optimize::resolve(as_dir, None)?;
+        let ctx = context.map(str::to_string).unwrap_or(r.context_id);
+        (r.task.name, ctx)
+    } else {
+        let ctx = match context {
+            Some(c) => c.to_string(),
+            None => {
+                let mut ctxs: Vec<String> = store
+                    .entries(Some(task))
+                    .await?
+                    .into_iter()
+                    .map(|e| e.context_id)
+                    .collect();
+                ctxs.dedup();
+                match ctxs.as_slice() {
+                    [one] => one.clone(),
+                    [] => bail!("no entries for task {task} in runs.db"),
+                    many => bail!(
+                        "task {task} has several contexts ({}); pass --context or the task directory",
+                        many.join(", ")
+                    ),
+                }
+            }
+        };
+        (task.to_string(), ctx)
+    };
+    let branch = crate::ledger::branch_name(&name, &ctx);
+    let e = store
+        .incumbent(&branch)
+        .await?
+        .with_context(|| format!("no entries for {name} in context {ctx} (branch {branch})"))?;
+    let ledger = Ledger::open_or_init(ledger_path)?;
+    let tree = ledger.read_tree(git2::Oid::from_str(&e.commit_sha)?)?;
+    let params: Option<Value> = e.params.as_deref().map(serde_json::from_str).transpose()?;
+    if json {
+        return print_json(&json!({
+            "task": name, "context_id": ctx, "branch": branch, "entry": e.id, "kind": e.kind, "commit": e.commit_sha,
+            "score": e.score, "review_state": e.review_state, "params": params, "files": tree.len(),
+        }));
+    }
+    let what = if e.kind == "origin" {
+        "the task as given (nothing accepted yet)".to_string()
+    } else {
+        format!("entry e{}", e.id)
+    };
+    println!("best for {name} in context {ctx}: {what}");
+    println!(
+        "  commit {} on {branch} ({}), score {}",
+        e.commit_sha,
+        e.review_state,
+        fmt_score(e.score)
+    );
+    if let Some(p) = params {
+        println!("  params {p}");
+    }
+    Ok(())
+}
+
+async fn query(store: &Store, sql: &str, json: bool) -> Result<()> {
+    let (columns, rows) = store.query_readonly(sql).await?;
+    if json {
+        let objs: Vec<Value> = rows
+            .iter()
+            .map(|r| Value::Object(columns.iter().cloned().zip(r.iter().cloned()).collect()))
+            .collect();
+        return print_json(&objs);
+    }
+    println!("{}", columns.join("\t"));
+    for r in rows {
+        let cells: Vec<String> = r
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                Value::Null => "NULL".into(),
+                other => other.to_string(),
+            })
+            .collect();
+        println!("{}", cells.join("\t"));
+    }
+    Ok(())
+}

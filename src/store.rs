@@ -1,0 +1,560 @@
+//! runs.db: SQLite through sqlx (WAL, foreign keys, embedded append-only migrations). Each
+//! evaluation is written in one transaction with its candidate, samples and ledger entry, so a
+//! run killed at any moment leaves either all of an evaluation or none of it.
+
+use anyhow::{Context as _, Result, bail};
+use serde_json::Value;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+};
+use sqlx::{Column, FromRow, Row, TypeInfo, ValueRef};
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Duration;
+
+/// How long a writer waits for another process's transaction before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct RunRow {
+    pub id: i64,
+    pub task: String,
+    pub task_dir: String,
+    pub context_id: String,
+    pub proposer: String,
+    pub budget: i64,
+    pub seed: i64,
+    pub status: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub start_score: Option<f64>,
+    pub hand_tuned_score: Option<f64>,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct EntryRow {
+    pub id: i64,
+    pub kind: String,
+    pub candidate_id: Option<i64>,
+    pub task: String,
+    pub context_id: String,
+    pub branch: String,
+    pub commit_sha: String,
+    pub parent_entry_id: Option<i64>,
+    pub score: Option<f64>,
+    pub params: Option<String>,
+    pub review_state: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct CandidateRow {
+    pub id: i64,
+    pub run_id: i64,
+    pub seq: i64,
+    pub task: String,
+    pub context_id: String,
+    pub proposer: String,
+    pub origin: String,
+    pub note: Option<String>,
+    pub kind: String,
+    pub payload: String,
+    pub diff: Option<String>,
+    pub parent_entry_id: Option<i64>,
+    pub created_at: String,
+    pub verdict: String,
+    pub reason: String,
+    pub stage: String,
+    pub gain: Option<f64>,
+    pub gain_low: Option<f64>,
+    pub gain_high: Option<f64>,
+    pub confidence: Option<f64>,
+    pub incumbent_score: Option<f64>,
+    pub candidate_score: Option<f64>,
+    pub pairs: i64,
+    pub bench_seconds: f64,
+    pub process_seconds: f64,
+    pub overhead_ms: f64,
+    pub log: Option<String>,
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct SampleRow {
+    pub round: i64,
+    pub side: String,
+    pub case_name: String,
+    pub value: f64,
+}
+
+/// A candidate and its evaluation, as written in one transaction.
+#[derive(Debug, Clone)]
+pub struct NewEvaluation {
+    pub run_id: i64,
+    pub seq: i64,
+    pub task: String,
+    pub context_id: String,
+    pub proposer: String,
+    pub origin: String,
+    pub note: Option<String>,
+    pub kind: &'static str,
+    pub payload: String,
+    pub params_key: Option<String>,
+    pub diff: Option<String>,
+    pub parent_entry_id: Option<i64>,
+    pub verdict: &'static str,
+    pub reason: String,
+    pub stage: &'static str,
+    pub gain: Option<(f64, f64, f64, f64)>,
+    pub incumbent_score: Option<f64>,
+    pub candidate_score: Option<f64>,
+    pub pairs: i64,
+    pub bench_seconds: f64,
+    pub process_seconds: f64,
+    pub overhead_ms: f64,
+    pub log: Option<String>,
+    /// (round, side, case, value)
+    pub samples: Vec<(i64, &'static str, String, f64)>,
+}
+
+/// The ledger entry of an accepted candidate, written with its evaluation.
+#[derive(Debug, Clone)]
+pub struct NewEntry {
+    pub branch: String,
+    pub commit_sha: String,
+    pub score: Option<f64>,
+    pub params: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct Store {
+    pool: SqlitePool,
+    path: std::path::PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if missing) runs.db at `path` and brings its schema up to date.
+    pub async fn open(path: &Path) -> Result<Store> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        let opts = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(opts)
+            .await
+            .with_context(|| format!("opening {} (is it an SQLite database?)", path.display()))?;
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+        )
+        .fetch_all(&pool)
+        .await
+        .with_context(|| format!("{} is not an SQLite database", path.display()))?;
+        if !tables.is_empty() && !tables.iter().any(|t| t == "_sqlx_migrations") {
+            bail!(
+                "{} is not a polymorph database (it has other tables: {}); pass --db elsewhere",
+                path.display(),
+                tables.join(", ")
+            );
+        }
+        MIGRATOR
+            .run(&pool)
+            .await
+            .with_context(|| format!("migrating {}", path.display()))?;
+        Ok(Store {
+            pool,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    pub async fn upsert_context(&self, task: &str, id: &str, fingerprint: &str) -> Result<()> {
+        sqlx::query("INSERT INTO contexts (task, id, fingerprint, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING")
+            .bind(task)
+            .bind(id)
+            .bind(fingerprint)
+            .bind(now())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The most recent unfinished run of the same task, context and proposer, if any.
+    pub async fn resumable_run(
+        &self,
+        task: &str,
+        context_id: &str,
+        proposer: &str,
+    ) -> Result<Option<RunRow>> {
+        Ok(sqlx::query_as(
+            "SELECT * FROM runs WHERE task = ? AND context_id = ? AND proposer = ? AND status IN ('running', 'interrupted')
+             ORDER BY id DESC LIMIT 1",
+        )
+        .bind(task)
+        .bind(context_id)
+        .bind(proposer)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    pub async fn create_run(
+        &self,
+        task: &str,
+        task_dir: &str,
+        context_id: &str,
+        proposer: &str,
+        budget: i64,
+        seed: i64,
+    ) -> Result<i64> {
+        let id = sqlx::query(
+            "INSERT INTO runs (task, task_dir, context_id, proposer, budget, seed, status, started_at) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
+        )
+        .bind(task)
+        .bind(task_dir)
+        .bind(context_id)
+        .bind(proposer)
+        .bind(budget)
+        .bind(seed)
+        .bind(now())
+        .execute(&self.pool)
+        .await?
+        .last_insert_rowid();
+        Ok(id)
+    }
+
+    pub async fn mark_running(&self, run_id: i64) -> Result<()> {
+        sqlx::query(
+            "UPDATE runs SET status = 'running', finished_at = NULL, message = NULL WHERE id = ?",
+        )
+        .bind(run_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn set_references(
+        &self,
+        run_id: i64,
+        start: Option<f64>,
+        hand_tuned: Option<f64>,
+    ) -> Result<()> {
+        sqlx::query("UPDATE runs SET start_score = ?, hand_tuned_score = ? WHERE id = ?")
+            .bind(start)
+            .bind(hand_tuned)
+            .bind(run_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn finish_run(&self, run_id: i64, status: &str, message: Option<&str>) -> Result<()> {
+        sqlx::query("UPDATE runs SET status = ?, finished_at = ?, message = ? WHERE id = ?")
+            .bind(status)
+            .bind(now())
+            .bind(message)
+            .bind(run_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn run(&self, run_id: i64) -> Result<Option<RunRow>> {
+        Ok(sqlx::query_as("SELECT * FROM runs WHERE id = ?")
+            .bind(run_id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    pub async fn runs(&self, task: Option<&str>) -> Result<Vec<RunRow>> {
+        Ok(
+            sqlx::query_as("SELECT * FROM runs WHERE ?1 IS NULL OR task = ?1 ORDER BY id")
+                .bind(task)
+                .fetch_all(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Candidates already recorded for a run.
+    pub async fn candidates_in_run(&self, run_id: i64) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar("SELECT COUNT(*) FROM candidates WHERE run_id = ?")
+                .bind(run_id)
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Verdict counts of a run: (verdict, count).
+    pub async fn verdict_counts(&self, run_id: i64) -> Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT e.verdict, COUNT(*) FROM candidates c JOIN evaluations e ON e.candidate_id = c.id WHERE c.run_id = ? GROUP BY e.verdict",
+        )
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Assignments already measured in a context (never measured twice).
+    pub async fn tried_params(&self, task: &str, context_id: &str) -> Result<HashSet<String>> {
+        let keys: Vec<String> =
+            sqlx::query_scalar("SELECT params_key FROM candidates WHERE task = ? AND context_id = ? AND params_key IS NOT NULL")
+                .bind(task)
+                .bind(context_id)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(keys.into_iter().collect())
+    }
+
+    pub async fn insert_origin(
+        &self,
+        task: &str,
+        context_id: &str,
+        branch: &str,
+        commit: &str,
+        params: Option<&str>,
+    ) -> Result<i64> {
+        Ok(sqlx::query(
+            "INSERT INTO ledger_entries (kind, task, context_id, branch, commit_sha, params, review_state, created_at)
+             VALUES ('origin', ?, ?, ?, ?, ?, 'approved', ?)",
+        )
+        .bind(task)
+        .bind(context_id)
+        .bind(branch)
+        .bind(commit)
+        .bind(params)
+        .bind(now())
+        .execute(&self.pool)
+        .await?
+        .last_insert_rowid())
+    }
+
+    /// The incumbent of a branch: its newest entry not rejected by a reviewer.
+    pub async fn incumbent(&self, branch: &str) -> Result<Option<EntryRow>> {
+        Ok(sqlx::query_as("SELECT * FROM ledger_entries WHERE branch = ? AND review_state != 'rejected' ORDER BY id DESC LIMIT 1")
+            .bind(branch)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    /// The newest entry of a branch, whatever its review state: where the git branch must point.
+    pub async fn branch_tip(&self, branch: &str) -> Result<Option<EntryRow>> {
+        Ok(
+            sqlx::query_as(
+                "SELECT * FROM ledger_entries WHERE branch = ? ORDER BY id DESC LIMIT 1",
+            )
+            .bind(branch)
+            .fetch_optional(&self.pool)
+            .await?,
+        )
+    }
+
+    pub async fn entries(&self, task: Option<&str>) -> Result<Vec<EntryRow>> {
+        Ok(
+            sqlx::query_as(
+                "SELECT * FROM ledger_entries WHERE ?1 IS NULL OR task = ?1 ORDER BY id",
+            )
+            .bind(task)
+            .fetch_all(&self.pool)
+            .await?,
+        )
+    }
+
+    pub async fn entry(&self, id: i64) -> Result<Option<EntryRow>> {
+        Ok(sqlx::query_as("SELECT * FROM ledger_entries WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    pub async fn entry_by_commit(&self, prefix: &str) -> Result<Vec<EntryRow>> {
+        Ok(
+            sqlx::query_as("SELECT * FROM ledger_entries WHERE commit_sha LIKE ? || '%'")
+                .bind(prefix)
+                .fetch_all(&self.pool)
+                .await?,
+        )
+    }
+
+    pub async fn entry_for_candidate(&self, candidate_id: i64) -> Result<Option<EntryRow>> {
+        Ok(
+            sqlx::query_as("SELECT * FROM ledger_entries WHERE candidate_id = ?")
+                .bind(candidate_id)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
+
+    pub async fn candidate(&self, id: i64) -> Result<Option<CandidateRow>> {
+        Ok(sqlx::query_as(
+            "SELECT c.id, c.run_id, c.seq, c.task, c.context_id, c.proposer, c.origin, c.note, c.kind, c.payload, c.diff,
+                    c.parent_entry_id, c.created_at, e.verdict, e.reason, e.stage, e.gain, e.gain_low, e.gain_high, e.confidence,
+                    e.incumbent_score, e.candidate_score, e.pairs, e.bench_seconds, e.process_seconds, e.overhead_ms, e.log
+             FROM candidates c JOIN evaluations e ON e.candidate_id = c.id WHERE c.id = ?",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    pub async fn samples(&self, candidate_id: i64) -> Result<Vec<SampleRow>> {
+        Ok(sqlx::query_as("SELECT round, side, case_name, value FROM samples WHERE candidate_id = ? ORDER BY round, side, case_name")
+            .bind(candidate_id)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Records a candidate, its evaluation, its samples and (when accepted) its ledger entry
+    /// in one transaction. Returns (candidate id, entry id).
+    pub async fn record(
+        &self,
+        ev: &NewEvaluation,
+        entry: Option<&NewEntry>,
+    ) -> Result<(i64, Option<i64>)> {
+        let mut tx = self.pool.begin().await?;
+        let candidate_id = sqlx::query(
+            "INSERT INTO candidates (run_id, seq, task, context_id, proposer, origin, note, kind, payload, params_key, diff, parent_entry_id, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(ev.run_id)
+        .bind(ev.seq)
+        .bind(&ev.task)
+        .bind(&ev.context_id)
+        .bind(&ev.proposer)
+        .bind(&ev.origin)
+        .bind(&ev.note)
+        .bind(ev.kind)
+        .bind(&ev.payload)
+        .bind(&ev.params_key)
+        .bind(&ev.diff)
+        .bind(ev.parent_entry_id)
+        .bind(now())
+        .execute(&mut *tx)
+        .await?
+        .last_insert_rowid();
+        let (gain, low, high, conf) = match ev.gain {
+            Some((g, l, h, c)) => (Some(g), Some(l), Some(h), Some(c)),
+            None => (None, None, None, None),
+        };
+        sqlx::query(
+            "INSERT INTO evaluations (candidate_id, verdict, reason, stage, gain, gain_low, gain_high, confidence, incumbent_score,
+                candidate_score, pairs, bench_seconds, process_seconds, overhead_ms, log, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(candidate_id)
+        .bind(ev.verdict)
+        .bind(&ev.reason)
+        .bind(ev.stage)
+        .bind(gain)
+        .bind(low)
+        .bind(high)
+        .bind(conf)
+        .bind(ev.incumbent_score)
+        .bind(ev.candidate_score)
+        .bind(ev.pairs)
+        .bind(ev.bench_seconds)
+        .bind(ev.process_seconds)
+        .bind(ev.overhead_ms)
+        .bind(&ev.log)
+        .bind(now())
+        .execute(&mut *tx)
+        .await?;
+        for (round, side, case, value) in &ev.samples {
+            sqlx::query("INSERT INTO samples (candidate_id, round, side, case_name, value) VALUES (?, ?, ?, ?, ?)")
+                .bind(candidate_id)
+                .bind(round)
+                .bind(*side)
+                .bind(case)
+                .bind(value)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let entry_id = match entry {
+            Some(e) => Some(
+                sqlx::query(
+                    "INSERT INTO ledger_entries (kind, candidate_id, task, context_id, branch, commit_sha, parent_entry_id, score, params, created_at)
+                     VALUES ('accepted', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                )
+                .bind(candidate_id)
+                .bind(&ev.task)
+                .bind(&ev.context_id)
+                .bind(&e.branch)
+                .bind(&e.commit_sha)
+                .bind(ev.parent_entry_id)
+                .bind(e.score)
+                .bind(&e.params)
+                .bind(now())
+                .execute(&mut *tx)
+                .await?
+                .last_insert_rowid(),
+            ),
+            None => None,
+        };
+        tx.commit().await?;
+        Ok((candidate_id, entry_id))
+    }
+
+    /// Runs one read-only statement on a separate read-only connection; rows as JSON objects.
+    pub async fn query_readonly(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value>>)> {
+        let opts = SqliteConnectOptions::new()
+            .filename(&self.path)
+            .read_only(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(opts)
+            .await?;
+        let rows: Vec<SqliteRow> = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+            .fetch_all(&pool)
+            .await
+            .map_err(|e| {
+                let msg = e.to_string();
+                if msg.contains("readonly") {
+                    anyhow::anyhow!("query is read-only: the statement tried to write ({msg})")
+                } else {
+                    anyhow::anyhow!("query failed: {msg}")
+                }
+            })?;
+        pool.close().await;
+        let columns: Vec<String> = rows
+            .first()
+            .map(|r| r.columns().iter().map(|c| c.name().to_string()).collect())
+            .unwrap_or_default();
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let mut vals = Vec::with_capacity(columns.len());
+            for i in 0..row.columns().len() {
+                let raw = row.try_get_raw(i)?;
+                let v = if raw.is_null() {
+                    Value::Null
+                } else {
+                    match raw.type_info().name() {
+                        "INTEGER" => Value::from(row.try_get::<i64, _>(i)?),
+                        "REAL" => Value::from(row.try_get::<f64, _>(i)?),
+                        "BLOB" => {
+                            Value::from(format!("<{} bytes>", row.try_get::<Vec<u8>, _>(i)?.len()))
+                        }
+                        _ => Value::from(row.try_get::<String, _>(i)?),
+                    }
+                };
+                vals.push(v);
+            }
+            out.push(vals);
+        }
+        Ok((columns, out))
+    }
+}

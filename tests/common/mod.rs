@@ -1,0 +1,116 @@
+//! Test helpers: each test gets its own temp dir with a copy of a task, its own runs.db and
+//! ledger, and runs the real `polymorph` binary.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+
+pub struct Env {
+    pub dir: TempDir,
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        let (src, dst) = (entry.path(), to.join(&name));
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&src, &dst);
+        } else if !["check", "bench"].contains(&name.to_str().unwrap())
+            && !name.to_str().unwrap().ends_with(".o")
+        {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Copies `tasks/NAME` or `tests/fixtures/NAME` into this env and returns its path.
+    pub fn task(&self, name: &str) -> PathBuf {
+        let src = [
+            repo().join("tasks").join(name),
+            repo().join("tests/fixtures").join(name),
+        ]
+        .into_iter()
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| panic!("no task {name}"));
+        let dst = self.path().join(name);
+        copy_dir(&src, &dst);
+        dst
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.path().join("runs.db")
+    }
+
+    pub fn ledger(&self) -> PathBuf {
+        self.path().join("ledger")
+    }
+
+    /// The polymorph binary with this env's db and ledger.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("polymorph").unwrap();
+        c.current_dir(self.path())
+            .env_remove("POLYMORPH_DB")
+            .env_remove("POLYMORPH_LEDGER");
+        c.arg("--db")
+            .arg(self.db())
+            .arg("--ledger")
+            .arg(self.ledger());
+        c
+    }
+
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let out = self.cmd().args(args).arg("--json").output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    }
+
+    /// `git` on the ledger, as a person would run it.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(self.ledger())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+/// One replay line with whole-file content.
+pub fn files_line(path: &str, content: &str, note: &str) -> String {
+    serde_json::json!({ "files": { path: content }, "note": note }).to_string()
+}
