@@ -16,7 +16,7 @@ use sandbox::{
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Tail of each command's stdout/stderr kept: enough for a compiler's first errors.
 const OUTPUT_CAP: usize = 64 * 1024;
@@ -90,7 +90,6 @@ pub struct Evaluation {
     pub built: Option<Built>,
     pub bench_seconds: f64,
     pub process_seconds: f64,
-    pub overhead_ms: f64,
     /// True when the run was cancelled during this evaluation: it is not recorded.
     pub cancelled: bool,
 }
@@ -257,6 +256,7 @@ impl<'a> Harness<'a> {
             .run(&spec, &self.cancel)
             .map_err(|e| Failure::new(Stage::Build, format!("could not run `{script}`: {e}")))?;
         self.process_time += outcome.wall;
+        tracing::debug!(script, dir = %dir.display(), exit = ?outcome.exit, wall_ms = outcome.wall.as_millis() as u64, "command finished");
         Ok(outcome)
     }
 
@@ -410,7 +410,6 @@ impl<'a> Harness<'a> {
         incumbent: &Built,
         judge: &Judge<'_>,
     ) -> Evaluation {
-        let started = Instant::now();
         self.take_times();
         let mut ev = Evaluation {
             verdict: Verdict::Failed,
@@ -423,7 +422,6 @@ impl<'a> Harness<'a> {
             built: None,
             bench_seconds: 0.0,
             process_seconds: 0.0,
-            overhead_ms: 0.0,
             cancelled: false,
         };
         let result = self.evaluate_inner(proposal, incumbent, judge, &mut ev);
@@ -438,7 +436,6 @@ impl<'a> Harness<'a> {
         let (process, bench) = self.take_times();
         ev.process_seconds = process.as_secs_f64();
         ev.bench_seconds = bench.as_secs_f64();
-        ev.overhead_ms = (started.elapsed().saturating_sub(process)).as_secs_f64() * 1000.0;
         ev
     }
 

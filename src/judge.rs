@@ -259,7 +259,8 @@ mod tests {
     fn accepts_a_clear_gain_with_its_interval() {
         let (v, reason) = decide(&pairs(6, 1.10, 1.10), None);
         assert_eq!(v, Some(Verdict::Accepted), "{reason}");
-        assert!(reason.starts_with("faster: +10."), "{reason}");
+        // The wobble averages -0.3%, so the estimate is just under +10%.
+        assert!(reason.starts_with("faster: +9."), "{reason}");
     }
 
     #[test]

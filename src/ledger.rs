@@ -43,6 +43,17 @@ impl Ledger {
         Ok(Ledger { repo })
     }
 
+    /// Fails when the ledger cannot be written: a run checks this before its first candidate
+    /// rather than after its first accepted one.
+    pub fn check_writable(&self) -> Result<()> {
+        let dir = self.repo.path();
+        tempfile::Builder::new()
+            .prefix(".polymorph-write-check")
+            .tempfile_in(dir)
+            .with_context(|| format!("ledger {} is not writable", dir.display()))?;
+        Ok(())
+    }
+
     fn signature() -> Result<Signature<'static>> {
         Ok(Signature::now(AUTHOR.0, AUTHOR.1)?)
     }

@@ -18,6 +18,7 @@ use sandbox::{CancelFlag, Runner};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 /// Interleaved rounds used to measure the start, hand-tuned and best trees at the start and end
 /// of a run: a reference figure, not a verdict, so a few rounds suffice.
@@ -248,6 +249,7 @@ pub async fn run(
     let task = &r.task;
     let label = proposer_label(&opts.proposer, task)?;
     let ledger = Ledger::open_or_init(ledger_path)?;
+    ledger.check_writable()?;
     store
         .upsert_context(
             &task.name,
@@ -451,6 +453,7 @@ async fn run_loop(
     };
 
     for k in (done + 1)..=opts.budget {
+        let iteration = Instant::now();
         if cancel.load(Ordering::SeqCst) {
             return Ok(Some(format!("interrupted after {} candidates", k - 1)));
         }
@@ -464,7 +467,9 @@ async fn run_loop(
                 proposer.name()
             )));
         };
+        tracing::info!(candidate = k, origin = %proposal.origin, "evaluating");
         let ev = tokio::task::block_in_place(|| harness.evaluate(&proposal, &incumbent, &judge));
+        tracing::info!(candidate = k, verdict = ev.verdict.as_str(), reason = %ev.reason, pairs = ev.pairs.len(), "evaluated");
         if ev.cancelled {
             return Ok(Some(format!(
                 "interrupted during candidate {k}; it was not recorded"
@@ -487,7 +492,7 @@ async fn run_loop(
                 }
             }
         }
-        let record = NewEvaluation {
+        let mut record = NewEvaluation {
             run_id,
             seq: k as i64,
             task: task.name.clone(),
@@ -512,7 +517,7 @@ async fn run_loop(
             pairs: ev.pairs.len() as i64,
             bench_seconds: ev.bench_seconds,
             process_seconds: ev.process_seconds,
-            overhead_ms: ev.overhead_ms,
+            overhead_ms: 0.0,
             log: ev.log.clone(),
             samples,
         };
@@ -537,6 +542,7 @@ async fn run_loop(
                 proposer.name(),
             );
             let oid = ledger.write_commit(Some(*incumbent_commit), &built.tree, &message)?;
+            record.overhead_ms = overhead_ms(iteration, ev.process_seconds);
             let entry = NewEntry {
                 branch: r.branch.clone(),
                 commit_sha: oid.to_string(),
@@ -551,6 +557,7 @@ async fn run_loop(
             best_score = Some(summary.candidate_score);
             incumbent_params = task.params_of(&built.tree);
         } else {
+            record.overhead_ms = overhead_ms(iteration, ev.process_seconds);
             store.record(&record, None).await?;
         }
         progress.line(
@@ -566,6 +573,12 @@ async fn run_loop(
         }
     }
     Ok(None)
+}
+
+/// polymorph's own time in an iteration so far: its wall time less the task's processes (the
+/// final write of the evaluation itself is not included).
+fn overhead_ms(iteration: Instant, process_seconds: f64) -> f64 {
+    (iteration.elapsed().as_secs_f64() - process_seconds).max(0.0) * 1000.0
 }
 
 #[allow(clippy::too_many_arguments)]

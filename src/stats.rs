@@ -103,10 +103,10 @@ mod tests {
 
     #[test]
     fn cdf_matches_known_values() {
-        // n = 6: P(W+ = 0) = 1/64, P(W+ <= 2) = 4/64.
+        // n = 6: P(W+ = 0) = 1/64; W+ <= 2 for {}, {1}, {2}: 3/64.
         let cdf = signed_rank_cdf(6);
         assert!((cdf[0] - 1.0 / 64.0).abs() < 1e-12);
-        assert!((cdf[2] - 4.0 / 64.0).abs() < 1e-12);
+        assert!((cdf[2] - 3.0 / 64.0).abs() < 1e-12);
         assert!((cdf[21] - 1.0).abs() < 1e-12);
     }
 

@@ -10,12 +10,15 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Set to true to abandon the running command (e.g. on Ctrl-C): it is killed with its group.
 pub type CancelFlag = Arc<AtomicBool>;
+
+/// Distinguishes the marker tokens of commands run by this process.
+static TOKEN_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// How often a waiting run looks at the cancel flag; exits are seen at once, not polled.
 const CANCEL_POLL: Duration = Duration::from_millis(100);
@@ -143,6 +146,47 @@ fn kill_group(pgid: u32) {
     }
 }
 
+/// Environment variable marking every process of one command, so that without a PID namespace
+/// the ones that left its process group (setsid, double fork) can still be found and killed.
+const TOKEN_VAR: &str = "POLYMORPH_SANDBOX_TOKEN";
+/// Scans of /proc for marked processes; each kills what it finds, and forks racing a scan are
+/// caught by the next.
+const TOKEN_SCANS: usize = 5;
+
+/// Kills every process whose environment carries `TOKEN_VAR=token`. Best effort: a process
+/// that rewrites its own environment block escapes it (bwrap's PID namespace does not).
+fn kill_marked(token: &str) {
+    let needle = format!("{TOKEN_VAR}={token}");
+    for _ in 0..TOKEN_SCANS {
+        let mut found = false;
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<libc::pid_t>().ok())
+            else {
+                continue;
+            };
+            let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+                continue;
+            };
+            if environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+                // SAFETY: kill(2) on a pid we just identified; no memory is touched.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+                found = true;
+            }
+        }
+        if !found {
+            return;
+        }
+    }
+}
+
 fn read_tail(file: &mut File, cap: usize) -> Result<(String, bool), SandboxError> {
     let len = file
         .seek(SeekFrom::End(0))
@@ -219,10 +263,20 @@ impl Runner {
             tempfile::tempfile().map_err(|e| SandboxError::io("creating an output file", e))?;
         let argv = self.argv(spec);
         let max_file = spec.max_file_bytes;
+        let token = match self.isolation {
+            Isolation::Plain(_) => Some(format!(
+                "{}-{}",
+                std::process::id(),
+                TOKEN_SEQ.fetch_add(1, Ordering::SeqCst)
+            )),
+            Isolation::Bwrap(_) => None,
+        };
+        let mut env = spec.env.clone();
+        env.extend(token.iter().map(|t| (TOKEN_VAR.to_string(), t.clone())));
         let started = Instant::now();
         let handle = duct::cmd(&argv[0], &argv[1..])
             .dir(spec.cwd)
-            .full_env(spec.env.iter().cloned())
+            .full_env(env)
             .stdin_null()
             .stdout_file(
                 out_file
@@ -287,6 +341,10 @@ impl Runner {
         kill_group(pgid);
         let _ = waiter.join();
         let wall = started.elapsed();
+        // And whatever left the group: under bwrap the PID namespace took it with it.
+        if let Some(t) = &token {
+            kill_marked(t);
+        }
         let exit = match forced {
             Some(kind) => kind,
             None => match status {

@@ -66,6 +66,13 @@ pub fn parse_unified_diff(text: &str) -> Result<Vec<FilePatch>, SandboxError> {
         if line.starts_with("GIT binary patch") || line.starts_with("Binary files ") {
             return Err(SandboxError::Binary("diff".into()));
         }
+        if (line.starts_with("new file mode ") || line.starts_with("new mode "))
+            && line.trim_end().ends_with("120000")
+        {
+            return Err(SandboxError::MalformedDiff(
+                "symlinks are not allowed (mode 120000)".into(),
+            ));
+        }
         if line.starts_with("rename from ") || line.starts_with("copy from ") {
             return Err(SandboxError::MalformedDiff(
                 "renames and copies are not supported".into(),
@@ -203,6 +210,7 @@ mod tests {
             "diff --git a/k b/k\nGIT binary patch\nliteral 1\n",
             "hello world\n",
             "--- a/x\n+++ b/x\n@@ -1,5 +1,5 @@\n a\n",
+            "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+/etc/passwd\n",
         ] {
             assert!(parse_unified_diff(bad).is_err(), "{bad:?} accepted");
         }

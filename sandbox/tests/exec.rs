@@ -101,13 +101,33 @@ fn environment_is_only_what_is_passed_and_stdin_is_empty() {
             .filter_map(|l| l.split_once('=').map(|(k, _)| k))
             .collect();
         assert!(
-            names
-                .iter()
-                .all(|n| ["PATH", "PWD", "SHLVL", "_", "OLDPWD"].contains(n)),
+            names.iter().all(|n| [
+                "PATH",
+                "PWD",
+                "SHLVL",
+                "_",
+                "OLDPWD",
+                "POLYMORPH_SANDBOX_TOKEN"
+            ]
+            .contains(n)),
             "{names:?}"
         );
         assert!(out.stdout.ends_with("done\n"));
     }
+}
+
+#[test]
+fn a_child_that_calls_setsid_does_not_outlive_its_command() {
+    let runner = Runner::new(Isolation::Plain("test".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let script = "setsid sh -c 'echo $$ > escaped.pid; exec sleep 30' < /dev/null > /dev/null 2>&1 & sleep 0.3; exit 0";
+    let out = runner
+        .run(&spec(script, dir.path(), 5000), &no_cancel())
+        .unwrap();
+    assert!(out.success());
+    std::thread::sleep(Duration::from_millis(100));
+    let pid = std::fs::read_to_string(dir.path().join("escaped.pid")).unwrap();
+    assert!(!alive(&pid), "setsid child {pid} outlived its command");
 }
 
 #[test]
