@@ -3,6 +3,7 @@
 //!   judged against a tuned incumbent: none may be accepted;
 //! - a planted 5% gain: the spin fixture with 5% less wasted work, judged against its incumbent,
 //!   over repeated trials: it must be found in at least 95% of them.
+//!
 //! Prints the verdict counts, the pairs and the benchmark time each verdict cost.
 //!
 //! cargo bench --bench judge [-- TRIALS]   (default 40 planted trials)
