@@ -115,7 +115,7 @@ fn main() {
         .map(|i| {
             let text = match i % 4 {
                 0 => format!("/* variant {i}: a comment only */\n{kernel}"),
-                1 => kernel.replace("    ", &" ".repeat(2 + i % 3)),
+                1 => kernel.replace("    ", &" ".repeat(5 + i % 3)),
                 2 => format!("{kernel}\n\n// trailing comment {i}\n"),
                 _ => kernel.replace("{\n", &format!("{{ /* {i} */\n")),
             };

@@ -184,7 +184,7 @@ fn check(
         h.prepare(r.source.clone())
             .map_err(|f| anyhow::anyhow!("the task as given: {}", f.reason))?,
     ];
-    if let Some(hand) = r.task.hand_tuned_tree(&r.source)? {
+    if let Some(hand) = r.hand_tuned.clone() {
         built.push(
             h.prepare(hand)
                 .map_err(|f| anyhow::anyhow!("the hand-tuned baseline: {}", f.reason))?,

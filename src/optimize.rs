@@ -87,6 +87,8 @@ pub struct RunReport {
 pub struct Resolved {
     pub task: Task,
     pub source: sandbox::FileTree,
+    /// The hand-tuned baseline's tree, read with the source so a run never rereads the task dir.
+    pub hand_tuned: Option<sandbox::FileTree>,
     pub workload: Option<Workload>,
     pub fingerprint: Fingerprint,
     pub context_id: String,
@@ -96,6 +98,7 @@ pub struct Resolved {
 pub fn resolve(task_dir: &Path, workload: Option<&Path>) -> Result<Resolved> {
     let task = Task::load(task_dir)?;
     let source = task.source_tree()?;
+    let hand_tuned = task.hand_tuned_tree(&source)?;
     let workload = Workload::resolve(&task, workload)?;
     let path_var = std::env::var("PATH").unwrap_or_default();
     let fingerprint = context::fingerprint(&task, &source, workload.as_ref(), &path_var)?;
@@ -104,6 +107,7 @@ pub fn resolve(task_dir: &Path, workload: Option<&Path>) -> Result<Resolved> {
     Ok(Resolved {
         task,
         source,
+        hand_tuned,
         workload,
         fingerprint,
         context_id,
@@ -371,7 +375,7 @@ fn final_measurement(
         tokio::task::block_in_place(|| h.prepare(best_tree))
             .map_err(|f| anyhow::anyhow!("best: {}", f.reason))?,
     );
-    if let Some(hand) = r.task.hand_tuned_tree(&r.source)? {
+    if let Some(hand) = r.hand_tuned.clone() {
         built.push(
             tokio::task::block_in_place(|| h.prepare(hand))
                 .map_err(|f| anyhow::anyhow!("hand-tuned: {}", f.reason))?,
@@ -418,7 +422,7 @@ async fn run_loop(
         _ => {
             let start = tokio::task::block_in_place(|| harness.prepare(r.source.clone()))
                 .map_err(|f| anyhow::anyhow!("the task as given does not pass: {}", f.reason))?;
-            let hand = match task.hand_tuned_tree(&r.source)? {
+            let hand = match r.hand_tuned.clone() {
                 Some(t) => Some(tokio::task::block_in_place(|| harness.prepare(t)).map_err(
                     |f| anyhow::anyhow!("the hand-tuned baseline does not pass: {}", f.reason),
                 )?),

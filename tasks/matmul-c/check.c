@@ -1,15 +1,32 @@
 /* Correctness check: compares gemm() with a double-precision reference on random inputs
    (seeded by POLYMORPH_SEED), odd shapes and the workload's shapes, with C pre-filled with NaN
-   and the same buffers reused with fresh data. Exit 0 only when every element is within tolerance. */
+   and every shape run twice on the same buffers with fresh data. Exit 0 only when every element
+   is within tolerance. */
 #include "harness.h"
 #include "kernel.h"
 #include <math.h>
+#include <unistd.h>
 
-static int check_shape(int m, int n, int k, float *A, float *B, float *C, const char *label) {
+/* Set while the kernel runs: a kernel that calls exit() to end the check early with success
+   is turned into a failure. (_exit() bypasses this; see the README's threat model.) */
+static volatile int in_kernel;
+
+static void refuse_early_exit(void) {
+    if (in_kernel) {
+        printf("FAIL: the kernel called exit()\n");
+        fflush(stdout);
+        _exit(1);
+    }
+}
+
+/* One round: fresh random inputs, C filled with NaN, gemm, compare. */
+static int check_round(int m, int n, int k, float *A, float *B, float *C, const char *label) {
     fill_random(A, (long)m * k);
     fill_random(B, (long)k * n);
     for (long i = 0; i < (long)m * n; i++) C[i] = NAN;
+    in_kernel = 1;
     gemm(m, n, k, A, B, C);
+    in_kernel = 0;
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {
             double ref = 0, mag = 0;
@@ -28,7 +45,14 @@ static int check_shape(int m, int n, int k, float *A, float *B, float *C, const 
     return 0;
 }
 
+/* Two rounds back to back on the same buffers with new data: a kernel that caches results
+   keyed on its arguments fails the second. */
+static int check_shape(int m, int n, int k, float *A, float *B, float *C, const char *label) {
+    return check_round(m, n, k, A, B, C, label) || check_round(m, n, k, A, B, C, label);
+}
+
 int main(void) {
+    atexit(refuse_early_exit);
     rng_seed_from_env();
     static const int odd[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {1, 100, 129},
                                  {8, 64, 64}, {13, 257, 31}, {2, 1000, 3}, {7, 9, 300}};
@@ -50,13 +74,10 @@ int main(void) {
     float *A = malloc(max_a * sizeof(float)), *B = malloc(max_b * sizeof(float)), *C = malloc(max_c * sizeof(float));
     if (!A || !B || !C) { fprintf(stderr, "out of memory\n"); return 2; }
     int failures = 0;
-    /* Two passes over the same buffers with new data: a kernel that caches results fails the second. */
-    for (int pass = 0; pass < 2; pass++) {
-        for (unsigned s = 0; s < sizeof odd / sizeof odd[0]; s++)
-            failures += check_shape(odd[s][0], odd[s][1], odd[s][2], A, B, C, "odd shape");
-        for (int c = 0; c < ncases; c++)
-            failures += check_shape(cases[c].m, cases[c].n, cases[c].k, A, B, C, cases[c].name);
-    }
+    for (unsigned s = 0; s < sizeof odd / sizeof odd[0]; s++)
+        failures += check_shape(odd[s][0], odd[s][1], odd[s][2], A, B, C, "odd shape");
+    for (int c = 0; c < ncases; c++)
+        failures += check_shape(cases[c].m, cases[c].n, cases[c].k, A, B, C, cases[c].name);
     if (failures) { printf("%d shape(s) wrong\n", failures); return 1; }
     printf("ok\n");
     return 0;
