@@ -30,6 +30,7 @@ async fn main() {
         seed: Some(5),
         workload: None,
         progress: true,
+        warm_start: false,
     };
     let started = std::time::Instant::now();
     let report = run(

@@ -45,6 +45,9 @@ pub enum Command {
         /// Use this workload file instead of the task's [context] workload.
         #[arg(long)]
         workload: Option<PathBuf>,
+        /// In a context never tuned, do not start from the bests of neighbouring contexts.
+        #[arg(long)]
+        no_warm_start: bool,
         /// Print the result as JSON on stdout.
         #[arg(long)]
         json: bool,
@@ -56,6 +59,10 @@ pub enum Command {
         /// Interleaved benchmark rounds per tree.
         #[arg(long, default_value_t = 3)]
         rounds: usize,
+        /// Also measure this ledger entry (e.g. e7, or a commit prefix), its editable files on
+        /// this task; repeat to compare several, e.g. the bests of two workloads.
+        #[arg(long = "entry")]
+        entries: Vec<String>,
         #[arg(long)]
         workload: Option<PathBuf>,
         #[arg(long)]
@@ -82,8 +89,34 @@ pub enum Command {
         /// A context id (see `history`); defaults to the task's current context.
         #[arg(long)]
         context: Option<String>,
+        /// Write the best entry's whole tree into this directory (new or empty).
+        #[arg(long)]
+        emit: Option<PathBuf>,
         #[arg(long)]
         json: bool,
+    },
+    /// The task's context on this machine now: its id and what went into it.
+    Context {
+        task_dir: PathBuf,
+        #[arg(long)]
+        workload: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Scheduled runs, executed by `polymorph daemon`.
+    Schedule {
+        #[command(subcommand)]
+        action: ScheduleAction,
+    },
+    /// Run due schedules until SIGTERM or Ctrl-C; a schedule whose task's context changed
+    /// (workload, hardware, toolchain, model, harness) is due at once. One daemon per database.
+    Daemon {
+        /// How often to look at the schedules, e.g. 60s or 5m.
+        #[arg(long, default_value = "60s")]
+        tick: String,
+        /// Look once, run what is due, and exit.
+        #[arg(long)]
+        once: bool,
     },
     /// Read-only SQL over runs.db (see README for the schema); writes are refused.
     Query {
@@ -91,4 +124,31 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScheduleAction {
+    /// Add a schedule: give exactly one of --every or --cron.
+    Add {
+        task_dir: PathBuf,
+        /// Interval between runs: 90s, 30m, 6h, 1d.
+        #[arg(long, conflicts_with = "cron", required_unless_present = "cron")]
+        every: Option<String>,
+        /// Five-field cron pattern in UTC, e.g. "0 3 * * *".
+        #[arg(long)]
+        cron: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        budget: usize,
+        #[arg(long, default_value = "auto")]
+        proposer: String,
+        #[arg(long)]
+        workload: Option<PathBuf>,
+    },
+    /// List schedules with their last run.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a schedule by id.
+    Remove { id: i64 },
 }

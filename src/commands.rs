@@ -1,18 +1,20 @@
 //! The commands behind the CLI: each opens what it needs, does its work through the library and
 //! prints a result on stdout (a table for people, JSON with `--json`).
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, ScheduleAction};
+use crate::daemon::DaemonOptions;
 use crate::evaluate::{Built, Harness};
 use crate::judge::pct;
 use crate::ledger::Ledger;
+use crate::lock::LockFile;
 use crate::optimize::{self, ProposerChoice, RunOptions, RunReport};
+use crate::schedule::{When, format_duration, parse_every};
 use crate::stats::median;
 use crate::store::{EntryRow, Store};
 use anyhow::{Context as _, Result, bail};
-use sandbox::{CancelFlag, Isolation, Runner};
+use sandbox::{CancelFlag, FileTree, Isolation, Runner};
 use serde_json::{Value, json};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
     match cli.command {
@@ -22,6 +24,7 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
             budget,
             seed,
             workload,
+            no_warm_start,
             json,
         } => {
             if budget == 0 {
@@ -33,8 +36,9 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
                 seed,
                 workload,
                 progress: true,
+                warm_start: !no_warm_start,
             };
-            let _lock = RunLock::acquire(&cli.db)?;
+            let _lock = LockFile::run(&cli.db)?;
             let store = Store::open(&cli.db).await?;
             let report =
                 optimize::run(&store, &cli.ledger, &task_dir, &opts, &runner(), cancel).await?;
@@ -43,9 +47,24 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
         Command::Check {
             task_dir,
             rounds,
+            entries,
             workload,
             json,
-        } => check(&task_dir, rounds.max(1), workload.as_deref(), json, cancel),
+        } => {
+            let extra = if entries.is_empty() {
+                Vec::new()
+            } else {
+                entry_trees(&cli.db, &cli.ledger, &entries).await?
+            };
+            check(
+                &task_dir,
+                rounds.max(1),
+                workload.as_deref(),
+                extra,
+                json,
+                cancel,
+            )
+        }
         Command::History { task, json } => {
             history(&Store::open(&cli.db).await?, task.as_deref(), json).await
         }
@@ -55,6 +74,7 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
         Command::Best {
             task,
             context,
+            emit,
             json,
         } => {
             best(
@@ -62,11 +82,25 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
                 &cli.ledger,
                 &task,
                 context.as_deref(),
+                emit.as_deref(),
                 json,
             )
             .await
         }
         Command::Query { sql, json } => query(&Store::open(&cli.db).await?, &sql, json).await,
+        Command::Context {
+            task_dir,
+            workload,
+            json,
+        } => context(&task_dir, workload.as_deref(), json),
+        Command::Schedule { action } => schedule(&Store::open(&cli.db).await?, action).await,
+        Command::Daemon { tick, once } => {
+            let opts = DaemonOptions {
+                tick: parse_every(&tick).map_err(|e| anyhow::anyhow!("{e}").context("--tick"))?,
+                once,
+            };
+            crate::daemon::daemon(&cli.db, &cli.ledger, &opts, &runner(), cancel).await
+        }
     }
 }
 
@@ -78,39 +112,6 @@ fn runner() -> Runner {
         );
     }
     Runner::new(isolation)
-}
-
-/// One `run` at a time per runs.db: a second is refused with the holder's pid.
-struct RunLock {
-    _file: std::fs::File,
-}
-
-impl RunLock {
-    fn acquire(db: &Path) -> Result<RunLock> {
-        let path = PathBuf::from(format!("{}.lock", db.display()));
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
-        }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        if file.try_lock().is_err() {
-            let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            bail!(
-                "another polymorph run is using {} (pid {}); wait for it or use another --db",
-                db.display(),
-                holder.trim()
-            );
-        }
-        file.set_len(0)?;
-        write!(file, "{}", std::process::id())?;
-        Ok(RunLock { _file: file })
-    }
 }
 
 fn fmt_score(x: Option<f64>) -> String {
@@ -169,17 +170,39 @@ fn print_run(r: &RunReport, ledger: &Path, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// Ledger entries by id, as (name, tree); their editable files go onto the checked task.
+async fn entry_trees(
+    db: &Path,
+    ledger_path: &Path,
+    ids: &[String],
+) -> Result<Vec<(String, FileTree)>> {
+    let store = Store::open(db).await?;
+    let ledger = Ledger::open_or_init(ledger_path)?;
+    let mut out = Vec::new();
+    for id in ids {
+        let e = resolve_entry(&store, id)
+            .await?
+            .with_context(|| format!("no ledger entry {id} (give e7 or a commit prefix)"))?;
+        out.push((
+            format!("e{}", e.id),
+            ledger.read_tree(git2::Oid::from_str(&e.commit_sha)?)?,
+        ));
+    }
+    Ok(out)
+}
+
 fn check(
     task_dir: &Path,
     rounds: usize,
     workload: Option<&Path>,
+    extra: Vec<(String, FileTree)>,
     json: bool,
     cancel: CancelFlag,
 ) -> Result<()> {
     let r = optimize::resolve(task_dir, workload)?;
     let runner = runner();
     let mut h = Harness::new(&r.task, &r.source, &runner, cancel, r.workload.as_ref())?;
-    let mut names = vec!["start"];
+    let mut names = vec!["start".to_string()];
     let mut built: Vec<Built> = vec![
         h.prepare(r.source.clone())
             .map_err(|f| anyhow::anyhow!("the task as given: {}", f.reason))?,
@@ -189,7 +212,18 @@ fn check(
             h.prepare(hand)
                 .map_err(|f| anyhow::anyhow!("the hand-tuned baseline: {}", f.reason))?,
         );
-        names.push("hand_tuned");
+        names.push("hand_tuned".to_string());
+    }
+    for (name, tree) in extra {
+        let mut t = r.source.clone();
+        for (p, b) in tree.iter().filter(|(p, _)| r.task.is_editable(p)) {
+            t.insert(p.clone(), b.clone());
+        }
+        built.push(
+            h.prepare(t)
+                .map_err(|f| anyhow::anyhow!("entry {name}: {}", f.reason))?,
+        );
+        names.push(name);
     }
     let refs: Vec<&Built> = built.iter().collect();
     let samples = h.measure(&refs, rounds)?;
@@ -250,9 +284,9 @@ fn check(
         print!("{s:>14.4}");
     }
     println!();
-    if scores.len() == 2 {
-        let g = crate::judge::log_gain(r.task.metric.direction, scores[0], scores[1]).exp();
-        println!("hand-tuned is {g:.2}x the start");
+    for (name, score) in names.iter().zip(&scores).skip(1) {
+        let g = crate::judge::log_gain(r.task.metric.direction, scores[0], *score).exp();
+        println!("{name} is {g:.2}x the start");
     }
     Ok(())
 }
@@ -485,6 +519,7 @@ async fn best(
     ledger_path: &Path,
     task: &str,
     context: Option<&str>,
+    emit: Option<&Path>,
     json: bool,
 ) -> Result<()> {
     let as_dir = Path::new(task);
@@ -502,6 +537,7 @@ async fn best(
                     .into_iter()
                     .map(|e| e.context_id)
                     .collect();
+                ctxs.sort();
                 ctxs.dedup();
                 match ctxs.as_slice() {
                     [one] => one.clone(),
@@ -520,13 +556,37 @@ async fn best(
         .incumbent(&branch)
         .await?
         .with_context(|| format!("no entries for {name} in context {ctx} (branch {branch})"))?;
+    let origin = store
+        .origin(&branch)
+        .await?
+        .with_context(|| format!("branch {branch} has no origin entry"))?;
     let ledger = Ledger::open_or_init(ledger_path)?;
     let tree = ledger.read_tree(git2::Oid::from_str(&e.commit_sha)?)?;
+    let start = ledger.read_tree(git2::Oid::from_str(&origin.commit_sha)?)?;
     let params: Option<Value> = e.params.as_deref().map(serde_json::from_str).transpose()?;
+    // What to deploy: the files this entry changes against the task as given.
+    let changed: serde_json::Map<String, Value> = tree
+        .iter()
+        .filter(|(p, b)| start.get(p) != Some(b.as_slice()))
+        .map(|(p, b)| {
+            (
+                p.to_string(),
+                Value::from(String::from_utf8_lossy(b).into_owned()),
+            )
+        })
+        .collect();
+    if let Some(dir) = emit {
+        if dir.exists() && std::fs::read_dir(dir)?.next().is_some() {
+            bail!("--emit {}: the directory is not empty", dir.display());
+        }
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        tree.write_to(dir)?;
+    }
     if json {
         return print_json(&json!({
             "task": name, "context_id": ctx, "branch": branch, "entry": e.id, "kind": e.kind, "commit": e.commit_sha,
-            "score": e.score, "review_state": e.review_state, "params": params, "files": tree.len(),
+            "score": e.score, "review_state": e.review_state, "params": params,
+            "deploy": { "params": params, "files": changed }, "emitted": emit.map(|d| d.display().to_string()),
         }));
     }
     let what = if e.kind == "origin" {
@@ -544,7 +604,157 @@ async fn best(
     if let Some(p) = params {
         println!("  params {p}");
     }
+    let files: Vec<&String> = changed.keys().collect();
+    if !files.is_empty() {
+        println!(
+            "  changes {}",
+            files
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some(dir) = emit {
+        println!("  tree written to {}", dir.display());
+    }
     Ok(())
+}
+
+fn context(task_dir: &Path, workload: Option<&Path>, json: bool) -> Result<()> {
+    let r = optimize::resolve(task_dir, workload)?;
+    if json {
+        return print_json(
+            &json!({ "task": r.task.name, "context_id": r.context_id, "branch": r.branch, "fingerprint": r.fingerprint }),
+        );
+    }
+    let f = &r.fingerprint;
+    println!(
+        "context {} for {} (ledger branch {})",
+        r.context_id, r.task.name, r.branch
+    );
+    println!("  cpu        {} ({} cores)", f.cpu_model, f.cpu_cores);
+    println!(
+        "  gpus       {}",
+        if f.gpus.is_empty() {
+            "none".to_string()
+        } else {
+            f.gpus.join("; ")
+        }
+    );
+    println!(
+        "  toolchain  {}",
+        if f.toolchain.is_empty() {
+            "-".to_string()
+        } else {
+            f.toolchain.join("; ")
+        }
+    );
+    println!(
+        "  workload   {} (sha256 {})",
+        if f.workload.is_empty() {
+            "-"
+        } else {
+            &f.workload
+        },
+        &f.workload_sha256[..f.workload_sha256.len().min(12)]
+    );
+    println!(
+        "  model      {}",
+        if f.model.is_empty() { "-" } else { &f.model }
+    );
+    println!(
+        "  harness    sha256 {}",
+        &f.harness_sha256[..12.min(f.harness_sha256.len())]
+    );
+    Ok(())
+}
+
+async fn schedule(store: &Store, action: ScheduleAction) -> Result<()> {
+    match action {
+        ScheduleAction::Add {
+            task_dir,
+            every,
+            cron,
+            budget,
+            proposer,
+            workload,
+        } => {
+            if budget == 0 {
+                bail!("--budget must be at least 1");
+            }
+            ProposerChoice::parse(&proposer)?;
+            let r = optimize::resolve(&task_dir, workload.as_deref())?;
+            let (every_s, when) = match (&every, &cron) {
+                (Some(e), None) => {
+                    let d = parse_every(e)?;
+                    (Some(d.as_secs() as i64), When::Every(d))
+                }
+                (None, Some(c)) => (None, When::parse_cron(c)?),
+                _ => bail!("give exactly one of --every or --cron"),
+            };
+            let workload = r
+                .workload
+                .as_ref()
+                .filter(|_| workload.is_some())
+                .map(|w| w.path.display().to_string());
+            let id = store
+                .add_schedule(
+                    &r.task.name,
+                    &r.task.dir.display().to_string(),
+                    every_s,
+                    cron.as_deref(),
+                    budget as i64,
+                    &proposer,
+                    workload.as_deref(),
+                )
+                .await?;
+            println!(
+                "schedule {id}: {} {}, budget {budget}, proposer {proposer}; run `polymorph daemon` to execute it",
+                r.task.name,
+                when.describe()
+            );
+            Ok(())
+        }
+        ScheduleAction::List { json } => {
+            let rows = store.schedules().await?;
+            if json {
+                return print_json(&rows);
+            }
+            if rows.is_empty() {
+                println!("no schedules");
+            }
+            for s in rows {
+                let when = match (s.every_s, &s.cron) {
+                    (Some(e), _) => format!(
+                        "every {}",
+                        format_duration(std::time::Duration::from_secs(e.max(0) as u64))
+                    ),
+                    (None, Some(c)) => format!("cron {c:?}"),
+                    _ => "-".into(),
+                };
+                println!(
+                    "{:>3}  {:<12} {:<20} budget {:<4} {:<8} last run {} ({}){}",
+                    s.id,
+                    s.task,
+                    when,
+                    s.budget,
+                    s.proposer,
+                    s.last_run_at.as_deref().unwrap_or("never"),
+                    s.last_status.as_deref().unwrap_or("-"),
+                    s.last_reason.map(|r| format!(": {r}")).unwrap_or_default()
+                );
+            }
+            Ok(())
+        }
+        ScheduleAction::Remove { id } => {
+            if !store.remove_schedule(id).await? {
+                bail!("no schedule {id}");
+            }
+            println!("schedule {id} removed");
+            Ok(())
+        }
+    }
 }
 
 async fn query(store: &Store, sql: &str, json: bool) -> Result<()> {

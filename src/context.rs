@@ -119,9 +119,10 @@ pub fn fingerprint(
     workload: Option<&Workload>,
     path_var: &str,
 ) -> Result<Fingerprint> {
+    // The workload has its own hash: editing it is a workload change, not a harness change.
     let harness: String = source
         .iter()
-        .filter(|(p, _)| !task.is_editable(p))
+        .filter(|(p, _)| !task.is_editable(p) && Some(*p) != task.workload.as_ref())
         .map(|(p, b)| format!("{p}\0{}\n", sha256_hex(b)))
         .collect();
     let (label, sha) = match workload {

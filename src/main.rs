@@ -12,10 +12,10 @@ const EXIT_ERROR: u8 = 2;
 /// Exit code after Ctrl-C or SIGTERM: the conventional 128 + SIGINT.
 const EXIT_INTERRUPTED: u8 = 130;
 
-fn init_logging() {
+fn init_logging(default: &str) {
     let filter = std::env::var("POLYMORPH_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
-        .unwrap_or_else(|_| "warn".to_string());
+        .unwrap_or_else(|_| default.to_string());
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_writer(std::io::stderr)
@@ -24,7 +24,14 @@ fn init_logging() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    // The daemon's log is its output: say what it runs and why unless told otherwise.
+    init_logging(
+        if matches!(cli.command, polymorph::cli::Command::Daemon { .. }) {
+            "info"
+        } else {
+            "warn"
+        },
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -20,6 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+/// Neighbour entries re-measured when a run starts in a new context.
+const WARM_START_MAX: usize = 3;
+
 /// Interleaved rounds used to measure the start, hand-tuned and best trees at the start and end
 /// of a run: a reference figure, not a verdict, so a few rounds suffice.
 const REFERENCE_ROUNDS: usize = 3;
@@ -56,6 +59,8 @@ pub struct RunOptions {
     pub workload: Option<PathBuf>,
     /// Print one progress line per candidate on stderr.
     pub progress: bool,
+    /// In a context never tuned, first re-measure the bests of the nearest tuned contexts.
+    pub warm_start: bool,
 }
 
 /// What a run did, for the terminal and `--json`.
@@ -207,6 +212,71 @@ fn make_proposer(label: &str, task: &Task, seed: u64, done: usize) -> Result<Box
     Ok(Box::new(SearchProposer::new(space, seed)))
 }
 
+fn same_hardware(a: &Fingerprint, b: &Fingerprint) -> bool {
+    a.cpu_model == b.cpu_model
+        && a.cpu_cores == b.cpu_cores
+        && a.gpus == b.gpus
+        && a.toolchain == b.toolchain
+}
+
+/// The best entries of the nearest tuned contexts of the same task and harness (same hardware
+/// first, then same workload), as candidates to measure here: their old numbers are not trusted.
+async fn warm_start(store: &Store, ledger: &Ledger, r: &Resolved) -> Result<Vec<agent::Proposal>> {
+    let here = &r.fingerprint;
+    let mut found = Vec::new();
+    for (id, fp) in store.contexts(&r.task.name).await? {
+        let Ok(fp) = serde_json::from_str::<Fingerprint>(&fp) else {
+            continue;
+        };
+        if id == r.context_id || fp.harness_sha256 != here.harness_sha256 {
+            continue;
+        }
+        let Some(best) = store
+            .incumbent(&branch_name(&r.task.name, &id))
+            .await?
+            .filter(|e| e.kind == "accepted")
+        else {
+            continue;
+        };
+        let rank = if same_hardware(&fp, here) {
+            0
+        } else if fp.workload_sha256 == here.workload_sha256 {
+            1
+        } else {
+            2
+        };
+        found.push((rank, id, best));
+    }
+    found.sort_by_key(|(rank, _, e)| (*rank, -e.id));
+    let mut out = Vec::new();
+    for (_, id, e) in found.into_iter().take(WARM_START_MAX) {
+        let origin = format!("warm-start({id}:e{})", e.id);
+        let note = Some(format!("best entry e{} of neighbouring context {id}", e.id));
+        let params: Option<Params> = e
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str(p).ok());
+        let change = match params.filter(|_| r.task.params.is_some()) {
+            Some(p) => ProposedChange::Params(p),
+            None => {
+                let tree = ledger.read_tree(Oid::from_str(&e.commit_sha)?)?;
+                let files = tree
+                    .iter()
+                    .filter(|(p, b)| r.task.is_editable(p) && r.source.get(p) != Some(b.as_slice()))
+                    .map(|(p, b)| (p.to_string(), String::from_utf8_lossy(b).into_owned()))
+                    .collect();
+                ProposedChange::Files(files)
+            }
+        };
+        out.push(agent::Proposal {
+            change,
+            note,
+            origin,
+        });
+    }
+    Ok(out)
+}
+
 fn ratio(metric_dir: crate::task::Direction, base: Option<f64>, x: Option<f64>) -> Option<f64> {
     let (b, x) = (base?, x?);
     Some(crate::judge::log_gain(metric_dir, b, x).exp())
@@ -297,6 +367,22 @@ pub async fn run(
         }
     };
     let mut proposer = make_proposer(&label, task, seed.wrapping_add(done as u64), done)?;
+    if opts.warm_start
+        && store
+            .candidates_in_context(&task.name, &r.context_id)
+            .await?
+            == 0
+    {
+        let warm = warm_start(store, &ledger, &r).await?;
+        if !warm.is_empty() && opts.progress {
+            eprintln!(
+                "new context {}: first re-measuring {} best entries of neighbouring contexts",
+                r.context_id,
+                warm.len()
+            );
+        }
+        proposer = Box::new(agent::Prepend::new(warm, proposer));
+    }
 
     let outcome = run_loop(
         store,

@@ -85,6 +85,24 @@ pub struct CandidateRow {
     pub log: Option<String>,
 }
 
+#[derive(Debug, Clone, FromRow, serde::Serialize)]
+pub struct ScheduleRow {
+    pub id: i64,
+    pub task: String,
+    pub task_dir: String,
+    pub every_s: Option<i64>,
+    pub cron: Option<String>,
+    pub budget: i64,
+    pub proposer: String,
+    pub workload: Option<String>,
+    pub created_at: String,
+    pub last_run_at: Option<String>,
+    pub last_context: Option<String>,
+    pub last_fingerprint: Option<String>,
+    pub last_status: Option<String>,
+    pub last_reason: Option<String>,
+}
+
 #[derive(Debug, Clone, FromRow)]
 pub struct SampleRow {
     pub round: i64,
@@ -289,6 +307,27 @@ impl Store {
         )
     }
 
+    /// Candidates ever recorded in a context (zero for a context never tuned).
+    pub async fn candidates_in_context(&self, task: &str, context_id: &str) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar("SELECT COUNT(*) FROM candidates WHERE task = ? AND context_id = ?")
+                .bind(task)
+                .bind(context_id)
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Every context of a task: (id, fingerprint JSON).
+    pub async fn contexts(&self, task: &str) -> Result<Vec<(String, String)>> {
+        Ok(sqlx::query_as(
+            "SELECT id, fingerprint FROM contexts WHERE task = ? ORDER BY created_at",
+        )
+        .bind(task)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Candidates already recorded for a run.
     pub async fn candidates_in_run(&self, run_id: i64) -> Result<i64> {
         Ok(
@@ -360,6 +399,16 @@ impl Store {
             .bind(branch)
             .fetch_optional(&self.pool)
             .await?,
+        )
+    }
+
+    /// The first entry of a branch: the task as given.
+    pub async fn origin(&self, branch: &str) -> Result<Option<EntryRow>> {
+        Ok(
+            sqlx::query_as("SELECT * FROM ledger_entries WHERE branch = ? AND kind = 'origin'")
+                .bind(branch)
+                .fetch_optional(&self.pool)
+                .await?,
         )
     }
 
@@ -506,6 +555,81 @@ impl Store {
         };
         tx.commit().await?;
         Ok((candidate_id, entry_id))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub async fn add_schedule(
+        &self,
+        task: &str,
+        task_dir: &str,
+        every_s: Option<i64>,
+        cron: Option<&str>,
+        budget: i64,
+        proposer: &str,
+        workload: Option<&str>,
+    ) -> Result<i64> {
+        Ok(sqlx::query(
+            "INSERT INTO schedules (task, task_dir, every_s, cron, budget, proposer, workload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(task)
+        .bind(task_dir)
+        .bind(every_s)
+        .bind(cron)
+        .bind(budget)
+        .bind(proposer)
+        .bind(workload)
+        .bind(now())
+        .execute(&self.pool)
+        .await?
+        .last_insert_rowid())
+    }
+
+    pub async fn schedules(&self) -> Result<Vec<ScheduleRow>> {
+        Ok(sqlx::query_as("SELECT * FROM schedules ORDER BY id")
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Removes a schedule; false when there was none with that id.
+    pub async fn remove_schedule(&self, id: i64) -> Result<bool> {
+        Ok(sqlx::query("DELETE FROM schedules WHERE id = ?")
+            .bind(id)
+            .execute(&self.pool)
+            .await?
+            .rows_affected()
+            == 1)
+    }
+
+    /// Records that the daemon started a run for a schedule (before the run, so a crash in it
+    /// does not make the schedule fire again at once).
+    pub async fn schedule_started(
+        &self,
+        id: i64,
+        at: &str,
+        context: &str,
+        fingerprint: &str,
+        reason: &str,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE schedules SET last_run_at = ?, last_context = ?, last_fingerprint = ?, last_reason = ?, last_status = 'running' WHERE id = ?",
+        )
+        .bind(at)
+        .bind(context)
+        .bind(fingerprint)
+        .bind(reason)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn schedule_finished(&self, id: i64, status: &str) -> Result<()> {
+        sqlx::query("UPDATE schedules SET last_status = ? WHERE id = ?")
+            .bind(status)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// Runs one read-only statement on a separate read-only connection; rows as JSON objects.

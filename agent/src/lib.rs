@@ -3,10 +3,12 @@
 //! builds, runs or measures anything (that is the sandbox's and the judge's job).
 
 mod error;
+mod prepend;
 mod replay;
 mod search;
 
 pub use error::AgentError;
+pub use prepend::Prepend;
 pub use replay::ReplayProposer;
 pub use search::{ParamSpace, SearchProposer, params_key};
 

@@ -1,0 +1,56 @@
+//! A fixed list of proposals offered before another proposer takes over: how a run in a new
+//! context first re-measures the bests of its neighbour contexts, then searches on.
+
+use crate::{AgentError, Proposal, ProposalContext, Proposer};
+use std::collections::VecDeque;
+
+pub struct Prepend {
+    first: VecDeque<Proposal>,
+    then: Box<dyn Proposer>,
+}
+
+impl Prepend {
+    pub fn new(first: Vec<Proposal>, then: Box<dyn Proposer>) -> Self {
+        Prepend {
+            first: first.into(),
+            then,
+        }
+    }
+}
+
+impl Proposer for Prepend {
+    fn name(&self) -> &str {
+        self.then.name()
+    }
+
+    fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
+        match self.first.pop_front() {
+            Some(p) => Ok(Some(p)),
+            None => self.then.next(ctx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ProposedChange, ReplayProposer};
+
+    #[test]
+    fn offers_the_list_first() {
+        let replay = ReplayProposer::parse("r.jsonl", "{\"diff\": \"later\"}\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let first = Proposal {
+            change: ProposedChange::Diff("first".into()),
+            note: None,
+            origin: "warm".into(),
+        };
+        let mut p = Prepend::new(vec![first], Box::new(replay));
+        let ctx = ProposalContext::default();
+        let got: Vec<String> = std::iter::from_fn(|| p.next(&ctx).ok().flatten())
+            .map(|p| p.origin)
+            .collect();
+        assert_eq!(got, ["warm", "replay:r.jsonl:1"]);
+        assert_eq!(p.name(), "replay");
+    }
+}
