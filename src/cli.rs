@@ -82,6 +82,42 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Accepted entries waiting for review, oldest first.
+    Review {
+        /// Only entries of this task (its name).
+        #[arg(long)]
+        task: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a ledger entry (e.g. e7) after reading its diff and numbers.
+    Approve {
+        id: String,
+        /// Who approves (default: $USER).
+        #[arg(long)]
+        by: Option<String>,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Reject a ledger entry: a revert commit restores the best entry left on its branch, and
+    /// every later entry of the branch (built on this one) is rejected with it.
+    Reject {
+        id: String,
+        #[arg(long)]
+        reason: String,
+        /// Who rejects (default: $USER).
+        #[arg(long)]
+        by: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// An entry as a patch against the task as given, for `git am` or `git apply`.
+    Export {
+        id: String,
+        /// Write the patch here instead of stdout.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
     /// The current best entry of a task for a context: what a deployment should use.
     Best {
         /// A task directory (its current context is used) or a task name.

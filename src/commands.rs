@@ -87,6 +87,60 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
             )
             .await
         }
+        Command::Review { task, json } => {
+            review(&Store::open(&cli.db).await?, task.as_deref(), json).await
+        }
+        Command::Approve { id, by, note } => {
+            let store = Store::open(&cli.db).await?;
+            let e = entry_arg(&store, &id).await?;
+            let by = crate::review::reviewer(by);
+            crate::review::approve(&store, &cli.db, &e, &by, note.as_deref()).await?;
+            println!("e{} approved by {by}", e.id);
+            Ok(())
+        }
+        Command::Reject {
+            id,
+            reason,
+            by,
+            json,
+        } => {
+            let store = Store::open(&cli.db).await?;
+            let e = entry_arg(&store, &id).await?;
+            let ledger = Ledger::open_or_init(&cli.ledger)?;
+            let r = crate::review::reject(
+                &store,
+                &cli.db,
+                &ledger,
+                &e,
+                &crate::review::reviewer(by),
+                &reason,
+            )
+            .await?;
+            if json {
+                return print_json(&r);
+            }
+            let ids: Vec<String> = r.rejected.iter().map(|i| format!("e{i}")).collect();
+            println!(
+                "rejected {}; {} now restores e{} (revert commit {})",
+                ids.join(", "),
+                r.branch,
+                r.restores,
+                &r.revert_commit[..12]
+            );
+            Ok(())
+        }
+        Command::Export { id, output } => {
+            let store = Store::open(&cli.db).await?;
+            let e = entry_arg(&store, &id).await?;
+            let patch =
+                crate::review::export(&store, &Ledger::open_or_init(&cli.ledger)?, &e).await?;
+            match output {
+                Some(path) => std::fs::write(&path, patch)
+                    .with_context(|| format!("writing {}", path.display()))?,
+                None => print!("{patch}"),
+            }
+            Ok(())
+        }
         Command::Query { sql, json } => query(&Store::open(&cli.db).await?, &sql, json).await,
         Command::Context {
             task_dir,
@@ -112,6 +166,24 @@ fn runner() -> Runner {
         );
     }
     Runner::new(isolation)
+}
+
+/// A JSON value as a table cell: strings bare, null as `null_as`.
+fn cell(v: &Value, null_as: &str) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => null_as.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Items joined with "; ", or `empty` when there are none.
+fn joined(items: &[String], empty: &str) -> String {
+    if items.is_empty() {
+        empty.to_string()
+    } else {
+        items.join("; ")
+    }
 }
 
 fn fmt_score(x: Option<f64>) -> String {
@@ -320,11 +392,7 @@ async fn history(store: &Store, task: Option<&str>, json: bool) -> Result<()> {
         );
         return Ok(());
     }
-    let text = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    };
+    let text = |v: &Value| cell(v, "-");
     println!(
         "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20}",
         "run",
@@ -381,6 +449,57 @@ async fn resolve_entry(store: &Store, id: &str) -> Result<Option<EntryRow>> {
         return Ok(found.into_iter().next());
     }
     Ok(None)
+}
+
+/// A ledger entry named on the command line (e7, or a commit prefix).
+async fn entry_arg(store: &Store, id: &str) -> Result<EntryRow> {
+    resolve_entry(store, id).await?.with_context(|| {
+        format!("no ledger entry {id}: give e7 or a commit prefix (see `polymorph review`)")
+    })
+}
+
+async fn review(store: &Store, task: Option<&str>, json: bool) -> Result<()> {
+    let rows = store.pending(task).await?;
+    if json {
+        return print_json(&rows);
+    }
+    if rows.is_empty() {
+        println!("nothing waits for review");
+        return Ok(());
+    }
+    let now = chrono::Utc::now();
+    println!(
+        "{:>5}  {:<12} {:<12} {:<26} {:<18} {:>8}",
+        "entry", "task", "context", "gain [interval]", "proposer", "age"
+    );
+    for r in rows {
+        let gain = match (r.gain, r.gain_low, r.gain_high) {
+            (Some(g), Some(l), Some(h)) => format!("{} [{}, {}]", pct(g), pct(l), pct(h)),
+            _ => "-".into(),
+        };
+        let age = chrono::DateTime::parse_from_rfc3339(&r.created_at)
+            .map(|t| {
+                let mins = (now - t.with_timezone(&chrono::Utc)).num_minutes();
+                if mins < 120 {
+                    format!("{mins}m")
+                } else if mins < 48 * 60 {
+                    format!("{}h", mins / 60)
+                } else {
+                    format!("{}d", mins / 1440)
+                }
+            })
+            .unwrap_or_default();
+        println!(
+            "{:>5}  {:<12} {:<12} {:<26} {:<18} {:>8}",
+            format!("e{}", r.entry),
+            r.task,
+            r.context_id,
+            gain,
+            r.proposer,
+            age
+        );
+    }
+    Ok(())
 }
 
 async fn show(store: &Store, ledger_path: &Path, id: &str, json: bool) -> Result<()> {
@@ -451,7 +570,10 @@ async fn show(store: &Store, ledger_path: &Path, id: &str, json: bool) -> Result
             "gain": c.gain, "gain_low": c.gain_low, "gain_high": c.gain_high, "confidence": c.confidence,
             "incumbent_score": c.incumbent_score, "candidate_score": c.candidate_score, "pairs": c.pairs,
             "bench_seconds": c.bench_seconds, "overhead_ms": c.overhead_ms, "parent_entry": c.parent_entry_id,
-            "entry": entry.as_ref().map(|e| json!({ "id": e.id, "commit": e.commit_sha, "branch": e.branch, "review_state": e.review_state })),
+            "entry": entry.as_ref().map(|e| json!({
+                "id": e.id, "commit": e.commit_sha, "branch": e.branch, "review_state": e.review_state,
+                "reviewed_by": e.reviewed_by, "reviewed_at": e.reviewed_at, "review_reason": e.review_reason,
+            })),
             "cases": cases, "diff": diff, "log": c.log, "created_at": c.created_at,
         }));
     }
@@ -490,6 +612,14 @@ async fn show(store: &Store, ledger_path: &Path, id: &str, json: bool) -> Result
             "  ledger:   entry e{} on {}, commit {} ({})",
             e.id, e.branch, e.commit_sha, e.review_state
         );
+        if let (Some(by), Some(at)) = (&e.reviewed_by, &e.reviewed_at) {
+            let why = e
+                .review_reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default();
+            println!("  review:   {} by {by} at {at}{why}", e.review_state);
+        }
     }
     if !per_case.is_empty() {
         println!(
@@ -634,22 +764,8 @@ fn context(task_dir: &Path, workload: Option<&Path>, json: bool) -> Result<()> {
         r.context_id, r.task.name, r.branch
     );
     println!("  cpu        {} ({} cores)", f.cpu_model, f.cpu_cores);
-    println!(
-        "  gpus       {}",
-        if f.gpus.is_empty() {
-            "none".to_string()
-        } else {
-            f.gpus.join("; ")
-        }
-    );
-    println!(
-        "  toolchain  {}",
-        if f.toolchain.is_empty() {
-            "-".to_string()
-        } else {
-            f.toolchain.join("; ")
-        }
-    );
+    println!("  gpus       {}", joined(&f.gpus, "none"));
+    println!("  toolchain  {}", joined(&f.toolchain, "-"));
     println!(
         "  workload   {} (sha256 {})",
         if f.workload.is_empty() {
@@ -768,14 +884,7 @@ async fn query(store: &Store, sql: &str, json: bool) -> Result<()> {
     }
     println!("{}", columns.join("\t"));
     for r in rows {
-        let cells: Vec<String> = r
-            .iter()
-            .map(|v| match v {
-                Value::String(s) => s.clone(),
-                Value::Null => "NULL".into(),
-                other => other.to_string(),
-            })
-            .collect();
+        let cells: Vec<String> = r.iter().map(|v| cell(v, "NULL")).collect();
         println!("{}", cells.join("\t"));
     }
     Ok(())

@@ -260,6 +260,15 @@ impl<'a> Harness<'a> {
         Ok(outcome)
     }
 
+    /// "build failed: kernel.c:12: error: ... (exit status 1)", with the output's tail as the log.
+    fn command_failure(&self, stage: Stage, what: &str, out: &Outcome) -> Failure {
+        Failure {
+            stage,
+            reason: format!("{what}: {}", summarize(out, self.task.commands.timeout)),
+            log: log_of(out),
+        }
+    }
+
     fn check_harness(&self, dir: &Path, stage: Stage) -> Result<(), Failure> {
         self.manifest
             .verify(dir)
@@ -278,14 +287,7 @@ impl<'a> Harness<'a> {
             self.check_harness(ws.path(), Stage::Build)?;
             let out = self.run(&build, ws.path())?;
             if !out.success() {
-                return Err(Failure {
-                    stage: Stage::Build,
-                    reason: format!(
-                        "build failed: {}",
-                        summarize(&out, self.task.commands.timeout)
-                    ),
-                    log: log_of(&out),
-                });
+                return Err(self.command_failure(Stage::Build, "build failed", &out));
             }
         }
         self.test(ws.path(), Stage::Test)?;
@@ -302,11 +304,7 @@ impl<'a> Harness<'a> {
             } else {
                 "incorrect"
             };
-            return Err(Failure {
-                stage,
-                reason: format!("{what}: {}", summarize(&out, self.task.commands.timeout)),
-                log: log_of(&out),
-            });
+            return Err(self.command_failure(stage, what, &out));
         }
         Ok(())
     }
@@ -337,14 +335,7 @@ impl<'a> Harness<'a> {
         let out = result?;
         self.bench_time += out.wall;
         if !out.success() {
-            return Err(Failure {
-                stage: Stage::Bench,
-                reason: format!(
-                    "bench failed: {}",
-                    summarize(&out, self.task.commands.timeout)
-                ),
-                log: log_of(&out),
-            });
+            return Err(self.command_failure(Stage::Bench, "bench failed", &out));
         }
         parse_sample(&out.stdout, &self.task.metric.name).map_err(|why| Failure {
             stage: Stage::Bench,

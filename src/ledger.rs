@@ -182,7 +182,16 @@ impl Ledger {
         Ok(out)
     }
 
-    /// `git diff` text between two commits, limited to `paths` when given.
+    /// The full message of a commit.
+    pub fn message(&self, oid: Oid) -> Result<String> {
+        let commit = self
+            .repo
+            .find_commit(oid)
+            .with_context(|| format!("ledger commit {oid} not found"))?;
+        Ok(String::from_utf8_lossy(commit.message_bytes()).into_owned())
+    }
+
+    /// `git diff` text between two commits.
     pub fn diff(&self, from: Oid, to: Oid) -> Result<String> {
         let a = self.repo.find_commit(from)?.tree()?;
         let b = self.repo.find_commit(to)?.tree()?;

@@ -13,6 +13,7 @@ pub mod judge;
 pub mod ledger;
 pub mod lock;
 pub mod optimize;
+pub mod review;
 pub mod schedule;
 pub mod stats;
 pub mod store;

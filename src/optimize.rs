@@ -123,21 +123,20 @@ pub fn resolve(task_dir: &Path, workload: Option<&Path>) -> Result<Resolved> {
 /// Makes the git branch agree with runs.db (creating the branch's first commit when new) and
 /// returns the incumbent entry (id, commit).
 async fn sync_ledger(store: &Store, ledger: &Ledger, r: &Resolved) -> Result<(i64, Oid)> {
-    let tip = store.branch_tip(&r.branch).await?;
+    let expected = store.expected_head(&r.branch).await?;
     let head = ledger.branch_head(&r.branch)?;
-    match (tip, head) {
-        (Some(tip), head) => {
-            let oid = Oid::from_str(&tip.commit_sha)?;
+    match (expected, head) {
+        (Some(expected), head) => {
+            let oid = Oid::from_str(&expected)?;
             if head != Some(oid) {
                 if !ledger.has_commit(oid) {
                     bail!(
-                        "runs.db records commit {} on {} but the ledger lacks it: is --ledger the ledger of this --db?",
-                        tip.commit_sha,
+                        "runs.db records commit {expected} on {} but the ledger lacks it: is --ledger the ledger of this --db?",
                         r.branch
                     );
                 }
-                // A run died between recording an entry and moving the branch: finish the move.
-                tracing::warn!(branch = %r.branch, commit = %tip.commit_sha, "ledger branch lagged runs.db; moved it forward");
+                // A process died between recording a commit and moving the branch: finish the move.
+                tracing::warn!(branch = %r.branch, commit = %expected, "ledger branch lagged runs.db; moved it forward");
                 ledger.set_branch(&r.branch, oid)?;
             }
         }
@@ -631,7 +630,9 @@ async fn run_loop(
                 k,
                 proposer.name(),
             );
-            let oid = ledger.write_commit(Some(*incumbent_commit), &built.tree, &message)?;
+            // The branch head is the incumbent's commit, or a revert commit restoring its tree.
+            let parent = ledger.branch_head(&r.branch)?.unwrap_or(*incumbent_commit);
+            let oid = ledger.write_commit(Some(parent), &built.tree, &message)?;
             record.overhead_ms = overhead_ms(iteration, ev.process_seconds);
             let entry = NewEntry {
                 branch: r.branch.clone(),

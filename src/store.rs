@@ -52,6 +52,26 @@ pub struct EntryRow {
     pub params: Option<String>,
     pub review_state: String,
     pub created_at: String,
+    pub reviewed_by: Option<String>,
+    pub reviewed_at: Option<String>,
+    pub review_reason: Option<String>,
+}
+
+/// An accepted entry waiting for review, with the numbers that got it accepted.
+#[derive(Debug, Clone, FromRow, serde::Serialize)]
+pub struct PendingRow {
+    pub entry: i64,
+    pub task: String,
+    pub context_id: String,
+    pub commit_sha: String,
+    pub created_at: String,
+    pub candidate: i64,
+    pub proposer: String,
+    pub origin: String,
+    pub reason: String,
+    pub gain: Option<f64>,
+    pub gain_low: Option<f64>,
+    pub gain_high: Option<f64>,
 }
 
 #[derive(Debug, Clone, FromRow)]
@@ -630,6 +650,110 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// Accepted entries waiting for review, oldest first.
+    pub async fn pending(&self, task: Option<&str>) -> Result<Vec<PendingRow>> {
+        Ok(sqlx::query_as(
+            "SELECT l.id AS entry, l.task, l.context_id, l.commit_sha, l.created_at, c.id AS candidate, c.proposer, c.origin,
+                    e.reason, e.gain, e.gain_low, e.gain_high
+             FROM ledger_entries l JOIN candidates c ON c.id = l.candidate_id JOIN evaluations e ON e.candidate_id = c.id
+             WHERE l.kind = 'accepted' AND l.review_state = 'pending' AND (?1 IS NULL OR l.task = ?1)
+             ORDER BY l.id",
+        )
+        .bind(task)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn approve(&self, entry_id: i64, by: &str, note: Option<&str>) -> Result<()> {
+        sqlx::query("UPDATE ledger_entries SET review_state = 'approved', reviewed_by = ?, reviewed_at = ?, review_reason = ? WHERE id = ?")
+            .bind(by)
+            .bind(now())
+            .bind(note)
+            .bind(entry_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Rejects `entry` and every later entry of its branch (each was built on it), and records
+    /// the revert commit that restores `restores`, in one transaction. Returns the ids rejected.
+    pub async fn reject(
+        &self,
+        entry: &EntryRow,
+        restores: i64,
+        revert_commit: &str,
+        by: &str,
+        reason: &str,
+    ) -> Result<Vec<i64>> {
+        let mut tx = self.pool.begin().await?;
+        let ids: Vec<i64> = sqlx::query_scalar(
+            "SELECT id FROM ledger_entries WHERE branch = ? AND id >= ? AND kind = 'accepted' AND review_state != 'rejected' ORDER BY id",
+        )
+        .bind(&entry.branch)
+        .bind(entry.id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let at = now();
+        for id in &ids {
+            let why = if *id == entry.id {
+                reason.to_string()
+            } else {
+                format!("built on rejected e{}: {reason}", entry.id)
+            };
+            sqlx::query("UPDATE ledger_entries SET review_state = 'rejected', reviewed_by = ?, reviewed_at = ?, review_reason = ? WHERE id = ?")
+                .bind(by)
+                .bind(&at)
+                .bind(why)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let newest: i64 = sqlx::query_scalar("SELECT MAX(id) FROM ledger_entries WHERE branch = ?")
+            .bind(&entry.branch)
+            .fetch_one(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO reverts (branch, commit_sha, reverted_entry_id, restores_entry_id, after_entry_id, reason, reviewed_by, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&entry.branch)
+        .bind(revert_commit)
+        .bind(entry.id)
+        .bind(restores)
+        .bind(newest)
+        .bind(reason)
+        .bind(by)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(ids)
+    }
+
+    /// Where the git branch must point: the newest of its entries and revert commits.
+    pub async fn expected_head(&self, branch: &str) -> Result<Option<String>> {
+        let tip = self.branch_tip(branch).await?;
+        let revert: Option<(String, i64)> =
+            sqlx::query_as("SELECT commit_sha, after_entry_id FROM reverts WHERE branch = ? ORDER BY id DESC LIMIT 1")
+                .bind(branch)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(match (tip, revert) {
+            (Some(t), Some((sha, after))) if after >= t.id => Some(sha),
+            (Some(t), _) => Some(t.commit_sha),
+            (None, _) => None,
+        })
+    }
+
+    /// Every commit runs.db knows on a branch: entries and reverts.
+    pub async fn known_commits(&self) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT commit_sha FROM ledger_entries UNION SELECT commit_sha FROM reverts",
+        )
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     /// Runs one read-only statement on a separate read-only connection; rows as JSON objects.

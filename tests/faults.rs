@@ -9,7 +9,6 @@ use common::{Env, files_line};
 use predicates::str::contains;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Replay candidates for a long-ish run on spin: comment-only changes mixed with real gains.
@@ -29,23 +28,6 @@ fn replay(env: &Env, task: &std::path::Path, n: usize) -> std::path::PathBuf {
         })
         .collect();
     env.write("faults.jsonl", &(lines.join("\n") + "\n"))
-}
-
-fn spawn(env: &Env, args: &[&str]) -> std::process::Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("polymorph"))
-        .current_dir(env.path())
-        .args([
-            "--db",
-            env.db().to_str().unwrap(),
-            "--ledger",
-            env.ledger().to_str().unwrap(),
-        ])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
 }
 
 fn rows(env: &Env, sql: &str) -> Vec<Value> {
@@ -103,7 +85,7 @@ fn sigkill_at_random_moments_loses_nothing_and_resumes() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2024);
     let mut kills = 0;
     for _ in 0..10 {
-        let mut child = spawn(&env, &args);
+        let mut child = env.spawn(&args);
         let delay = Duration::from_millis(rng.random_range(100..2500));
         let started = Instant::now();
         while started.elapsed() < delay && child.try_wait().unwrap().is_none() {
@@ -247,17 +229,14 @@ fn a_task_directory_that_vanishes_mid_run_loses_nothing() {
     let task = env.task("spin");
     let file = replay(&env, &task, 12);
     let proposer = format!("replay:{}", file.display());
-    let mut child = spawn(
-        &env,
-        &[
-            "run",
-            task.to_str().unwrap(),
-            "--proposer",
-            &proposer,
-            "--budget",
-            "12",
-        ],
-    );
+    let mut child = env.spawn(&[
+        "run",
+        task.to_str().unwrap(),
+        "--proposer",
+        &proposer,
+        "--budget",
+        "12",
+    ]);
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
         if env.db().exists()

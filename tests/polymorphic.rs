@@ -8,7 +8,6 @@ mod common;
 use common::{Env, files_line};
 use predicates::str::contains;
 use serde_json::Value;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 fn edit_workload(task: &std::path::Path, steps: u64) {
@@ -255,22 +254,7 @@ fn sigterm_stops_the_daemon_mid_evaluation_and_loses_nothing() {
         ])
         .assert()
         .success();
-    let mut daemon = std::process::Command::new(assert_cmd::cargo::cargo_bin("polymorph"))
-        .current_dir(env.path())
-        .args([
-            "--db",
-            env.db().to_str().unwrap(),
-            "--ledger",
-            env.ledger().to_str().unwrap(),
-            "daemon",
-            "--tick",
-            "1s",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut daemon = env.spawn(&["daemon", "--tick", "1s"]);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         assert!(Instant::now() < deadline, "the daemon never started a run");

@@ -7,24 +7,10 @@ mod common;
 
 use common::Env;
 use predicates::str::contains;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 fn start_run(env: &Env, task: &str, budget: &str) -> std::process::Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("polymorph"))
-        .current_dir(env.path())
-        .args([
-            "--db",
-            env.db().to_str().unwrap(),
-            "--ledger",
-            env.ledger().to_str().unwrap(),
-        ])
-        .args(["run", task, "--budget", budget, "--seed", "11"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+    env.spawn(&["run", task, "--budget", budget, "--seed", "11"])
 }
 
 /// Waits until runs.db has at least `n` candidates (or the child exits).

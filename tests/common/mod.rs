@@ -87,6 +87,25 @@ impl Env {
             .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
     }
 
+    /// The polymorph binary with this env's db and ledger, started in the background with
+    /// stdin and output closed (for tests that kill or signal it).
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("polymorph"))
+            .current_dir(self.path())
+            .args([
+                "--db",
+                self.db().to_str().unwrap(),
+                "--ledger",
+                self.ledger().to_str().unwrap(),
+            ])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
     /// `git` on the ledger, as a person would run it.
     pub fn git(&self, args: &[&str]) -> String {
         let out = std::process::Command::new("git")
