@@ -123,6 +123,7 @@ fn main() {
                 change: ProposedChange::Files(BTreeMap::from([("kernel.c".to_string(), text)])),
                 note: None,
                 origin: format!("null {i}"),
+                usage: None,
             }
         })
         .collect();
@@ -142,6 +143,7 @@ fn main() {
             )])),
             note: None,
             origin: format!("planted {i}"),
+            usage: None,
         })
         .collect();
     let mut planted_tally = Tally::new();

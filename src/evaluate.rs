@@ -276,13 +276,21 @@ impl<'a> Harness<'a> {
     }
 
     /// Writes `tree` into a fresh workspace, builds it and runs the test once.
-    pub fn prepare(&mut self, mut tree: FileTree) -> Result<Built, Failure> {
-        if let Some((rel, Some(bytes))) = &self.workload {
-            let p = RelPath::new(rel).map_err(|e| Failure::new(Stage::Verify, e.to_string()))?;
-            tree.insert(p, bytes.clone());
-        }
+    pub fn prepare(&mut self, tree: FileTree) -> Result<Built, Failure> {
         let ws = Workspace::create(&tree, None)
             .map_err(|e| Failure::new(Stage::Build, e.to_string()))?;
+        // An external workload goes into the workspace only: it is not part of the tree that
+        // reaches the ledger.
+        if let Some((rel, Some(bytes))) = &self.workload {
+            let mut extra = FileTree::default();
+            extra.insert(
+                RelPath::new(rel).map_err(|e| Failure::new(Stage::Verify, e.to_string()))?,
+                bytes.clone(),
+            );
+            extra
+                .write_to(ws.path())
+                .map_err(|e| Failure::new(Stage::Build, e.to_string()))?;
+        }
         if let Some(build) = self.task.commands.build.clone() {
             self.check_harness(ws.path(), Stage::Build)?;
             let out = self.run(&build, ws.path())?;

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod commands;
 pub mod context;
 pub mod daemon;
+pub mod digest;
 pub mod evaluate;
 pub mod judge;
 pub mod ledger;

@@ -271,6 +271,7 @@ async fn warm_start(store: &Store, ledger: &Ledger, r: &Resolved) -> Result<Vec<
             change,
             note,
             origin,
+            usage: None,
         });
     }
     Ok(out)
@@ -546,11 +547,23 @@ async fn run_loop(
         if cancel.load(Ordering::SeqCst) {
             return Ok(Some(format!("interrupted after {} candidates", k - 1)));
         }
+        let history = if proposer.wants_history() {
+            crate::digest::digest(store, &task.name).await?
+        } else {
+            String::new()
+        };
         let ctx = ProposalContext {
             incumbent_params: incumbent_params.clone(),
             tried_params: tried.clone(),
+            incumbent_files: incumbent
+                .tree
+                .iter()
+                .filter(|(p, _)| task.is_editable(p))
+                .map(|(p, b)| (p.to_string(), String::from_utf8_lossy(b).into_owned()))
+                .collect(),
+            history,
         };
-        let Some(proposal) = proposer.next(&ctx)? else {
+        let Some(proposal) = proposer.next(&ctx).await? else {
             return Ok(Some(format!(
                 "the {} proposer has nothing more to propose",
                 proposer.name()

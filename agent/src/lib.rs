@@ -37,6 +37,19 @@ pub struct Proposal {
     pub note: Option<String>,
     /// Where it came from, e.g. `search(local)` or `replay:cands.jsonl:3`.
     pub origin: String,
+    /// What producing it cost, for proposers that call a model.
+    pub usage: Option<Usage>,
+}
+
+/// Model usage behind one proposal.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Usage {
+    pub model: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub requests: u64,
+    /// Wall time spent waiting for the model.
+    pub latency_ms: u64,
 }
 
 /// What a proposer may look at when choosing the next candidate.
@@ -46,12 +59,21 @@ pub struct ProposalContext {
     pub incumbent_params: Option<Params>,
     /// `params_key` of every assignment already measured in this context.
     pub tried_params: HashSet<String>,
+    /// The incumbent's editable files: path -> content.
+    pub incumbent_files: BTreeMap<String, String>,
+    /// A digest of earlier attempts (filled only for proposers that ask for it).
+    pub history: String,
 }
 
 /// A source of candidates.
+#[async_trait::async_trait]
 pub trait Proposer: Send {
-    /// Short name recorded with each candidate (`search`, `replay`).
+    /// Short name recorded with each candidate (`search`, `replay`, `agent`).
     fn name(&self) -> &str;
+    /// Whether `ProposalContext::history` should be filled (it costs queries).
+    fn wants_history(&self) -> bool {
+        false
+    }
     /// The next candidate, or `None` when this proposer has nothing left to offer.
-    fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError>;
+    async fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError>;
 }

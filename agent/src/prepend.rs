@@ -18,15 +18,16 @@ impl Prepend {
     }
 }
 
+#[async_trait::async_trait]
 impl Proposer for Prepend {
     fn name(&self) -> &str {
         self.then.name()
     }
 
-    fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
+    async fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
         match self.first.pop_front() {
             Some(p) => Ok(Some(p)),
-            None => self.then.next(ctx),
+            None => self.then.next(ctx).await,
         }
     }
 }
@@ -36,20 +37,22 @@ mod tests {
     use super::*;
     use crate::{ProposedChange, ReplayProposer};
 
-    #[test]
-    fn offers_the_list_first() {
+    #[tokio::test]
+    async fn offers_the_list_first() {
         let replay = ReplayProposer::parse("r.jsonl", "{\"diff\": \"later\"}\n")
             .unwrap_or_else(|e| panic!("{e}"));
         let first = Proposal {
             change: ProposedChange::Diff("first".into()),
             note: None,
             origin: "warm".into(),
+            usage: None,
         };
         let mut p = Prepend::new(vec![first], Box::new(replay));
         let ctx = ProposalContext::default();
-        let got: Vec<String> = std::iter::from_fn(|| p.next(&ctx).ok().flatten())
-            .map(|p| p.origin)
-            .collect();
+        let mut got = Vec::new();
+        while let Ok(Some(next)) = p.next(&ctx).await {
+            got.push(next.origin);
+        }
         assert_eq!(got, ["warm", "replay:r.jsonl:1"]);
         assert_eq!(p.name(), "replay");
     }

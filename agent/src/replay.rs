@@ -61,6 +61,7 @@ impl ReplayProposer {
                 change,
                 note: parsed.note,
                 origin: format!("replay:{name}:{line}"),
+                usage: None,
             });
         }
         if items.is_empty() {
@@ -87,12 +88,13 @@ impl ReplayProposer {
     }
 }
 
+#[async_trait::async_trait]
 impl Proposer for ReplayProposer {
     fn name(&self) -> &str {
         "replay"
     }
 
-    fn next(&mut self, _ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
+    async fn next(&mut self, _ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
         let item = self.items.get(self.next).cloned();
         self.next += 1;
         Ok(item)
@@ -103,13 +105,13 @@ impl Proposer for ReplayProposer {
 mod tests {
     use super::*;
 
-    #[test]
-    fn reads_each_kind_and_reports_bad_lines() {
+    #[tokio::test]
+    async fn reads_each_kind_and_reports_bad_lines() {
         let ok = "{\"diff\": \"--- a\"}\n\n{\"files\": {\"k.c\": \"x\"}, \"note\": \"n\"}\n{\"params\": {\"T\": 4}}\n";
         let mut r = ReplayProposer::parse("c.jsonl", ok).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r.len(), 3);
         r.skip(1);
-        let p = r.next(&ProposalContext::default()).ok().flatten();
+        let p = r.next(&ProposalContext::default()).await.ok().flatten();
         assert_eq!(
             p.map(|p| (p.origin, p.note)),
             Some(("replay:c.jsonl:3".to_string(), Some("n".to_string())))

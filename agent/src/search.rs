@@ -180,12 +180,13 @@ impl SearchProposer {
     }
 }
 
+#[async_trait::async_trait]
 impl Proposer for SearchProposer {
     fn name(&self) -> &str {
         "search"
     }
 
-    fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
+    async fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
         let base = ctx.incumbent_params.clone();
         for _ in 0..MAX_DRAWS {
             let (p, how) = match &base {
@@ -199,6 +200,7 @@ impl Proposer for SearchProposer {
                     note: Some(format!("{how} move")),
                     origin: format!("search({how})"),
                     change: ProposedChange::Params(p),
+                    usage: None,
                 }));
             }
         }
@@ -215,6 +217,7 @@ impl Proposer for SearchProposer {
                     note: Some("sweep".into()),
                     origin: "search(sweep)".into(),
                     change: ProposedChange::Params(p),
+                    usage: None,
                 }));
             }
         }
@@ -225,7 +228,6 @@ impl Proposer for SearchProposer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashSet;
 
     fn space() -> ParamSpace {
         let values = BTreeMap::from([
@@ -239,12 +241,12 @@ mod tests {
         ParamSpace::new(values, &constraints).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    #[test]
-    fn never_repeats_and_honours_constraints_until_exhausted() {
+    #[tokio::test]
+    async fn never_repeats_and_honours_constraints_until_exhausted() {
         let mut s = SearchProposer::new(space(), 7);
         let mut ctx = ProposalContext::default();
         let mut seen = Vec::new();
-        while let Ok(Some(p)) = s.next(&ctx) {
+        while let Ok(Some(p)) = s.next(&ctx).await {
             let ProposedChange::Params(p) = p.change else {
                 panic!("not params")
             };
@@ -255,24 +257,25 @@ mod tests {
         assert_eq!(seen.len(), 5, "6 points, one excluded by the constraint");
     }
 
-    #[test]
-    fn same_seed_same_sequence() {
-        let run = |seed| {
+    #[tokio::test]
+    async fn same_seed_same_sequence() {
+        async fn run(seed: u64) -> Vec<ProposedChange> {
             let mut s = SearchProposer::new(space(), seed);
             let ctx = ProposalContext {
                 incumbent_params: Some(s.space.nth(0)),
-                tried_params: HashSet::new(),
+                ..Default::default()
             };
-            (0..3)
-                .filter_map(|_| s.next(&ctx).ok().flatten())
-                .map(|p| p.change)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(run(1), run(1));
+            let mut out = Vec::new();
+            for _ in 0..3 {
+                out.extend(s.next(&ctx).await.ok().flatten().map(|p| p.change));
+            }
+            out
+        }
+        assert_eq!(run(1).await, run(1).await);
     }
 
-    #[test]
-    fn bad_constraints_are_reported() {
+    #[tokio::test]
+    async fn bad_constraints_are_reported() {
         let values = BTreeMap::from([("A".to_string(), vec![Value::from(1)])]);
         for expr in ["A +", "NOPE > 1"] {
             let c = BTreeMap::from([("x".to_string(), expr.to_string())]);
