@@ -31,6 +31,7 @@ async fn main() {
         workload: None,
         progress: true,
         warm_start: false,
+        agent: None,
     };
     let started = std::time::Instant::now();
     let report = run(

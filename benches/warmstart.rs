@@ -26,6 +26,7 @@ fn opts(budget: usize, seed: u64, workload: Option<PathBuf>, warm: bool) -> RunO
         workload,
         progress: false,
         warm_start: warm,
+        agent: None,
     }
 }
 

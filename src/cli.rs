@@ -48,6 +48,19 @@ pub enum Command {
         /// In a context never tuned, do not start from the bests of neighbouring contexts.
         #[arg(long)]
         no_warm_start: bool,
+        /// The agent's model (default: POLYMORPH_MODEL). The endpoint comes from
+        /// OPENAI_BASE_URL and the key from OPENAI_API_KEY, never from a flag.
+        #[arg(long)]
+        model: Option<String>,
+        /// tools (OpenAI tool calling) or text (SEARCH/REPLACE blocks, for servers without tools).
+        #[arg(long, default_value = "tools")]
+        agent_protocol: String,
+        /// Seconds before a model request is abandoned and retried.
+        #[arg(long, default_value_t = 120)]
+        request_timeout: u64,
+        /// Model tokens (prompt + completion) the agent may spend in this run.
+        #[arg(long, default_value_t = 2_000_000)]
+        token_budget: u64,
         /// Print the result as JSON on stdout.
         #[arg(long)]
         json: bool,

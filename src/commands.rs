@@ -1,6 +1,7 @@
 //! The commands behind the CLI: each opens what it needs, does its work through the library and
 //! prints a result on stdout (a table for people, JSON with `--json`).
 
+use crate::agent_driver::AgentSettings;
 use crate::cli::{Cli, Command, ScheduleAction};
 use crate::daemon::DaemonOptions;
 use crate::evaluate::{Built, Harness};
@@ -25,18 +26,33 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
             seed,
             workload,
             no_warm_start,
+            model,
+            agent_protocol,
+            request_timeout,
+            token_budget,
             json,
         } => {
             if budget == 0 {
                 bail!("--budget must be at least 1");
             }
+            let proposer = ProposerChoice::parse(&proposer)?;
+            let agent = match proposer {
+                ProposerChoice::Agent | ProposerChoice::Auto => Some(AgentSettings::from_env(
+                    model,
+                    &agent_protocol,
+                    request_timeout,
+                    token_budget,
+                )?),
+                _ => None,
+            };
             let opts = RunOptions {
-                proposer: ProposerChoice::parse(&proposer)?,
+                proposer,
                 budget,
                 seed,
                 workload,
                 progress: true,
                 warm_start: !no_warm_start,
+                agent,
             };
             let _lock = LockFile::run(&cli.db)?;
             let store = Store::open(&cli.db).await?;
@@ -372,6 +388,7 @@ async fn history(store: &Store, task: Option<&str>, json: bool) -> Result<()> {
         let best = store
             .incumbent(&crate::ledger::branch_name(&run.task, &run.context_id))
             .await?;
+        let (tokens, requests) = store.run_usage(run.id).await?;
         rows.push(json!({
             "run": run.id, "task": run.task, "context_id": run.context_id, "proposer": run.proposer,
             "budget": run.budget, "status": run.status, "started_at": run.started_at, "finished_at": run.finished_at,
@@ -379,7 +396,7 @@ async fn history(store: &Store, task: Option<&str>, json: bool) -> Result<()> {
             "accepted": count("accepted"), "rejected": count("rejected"), "failed": count("failed"), "quarantined": count("quarantined"),
             "start_score": run.start_score, "hand_tuned_score": run.hand_tuned_score,
             "best_entry": best.as_ref().map(|b| b.id), "best_score": best.and_then(|b| b.score),
-            "message": run.message,
+            "message": run.message, "model_tokens": tokens, "model_requests": requests,
         }));
     }
     if json {

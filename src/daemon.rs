@@ -14,6 +14,10 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+/// The agent's request timeout and per-run token budget in scheduled runs (the `run` defaults).
+const AGENT_REQUEST_TIMEOUT_S: u64 = 120;
+const AGENT_TOKEN_BUDGET: u64 = 2_000_000;
+
 /// Granularity of the daemon's sleep between ticks: how fast it notices SIGTERM while idle.
 const SLEEP_SLICE: Duration = Duration::from_millis(100);
 
@@ -128,6 +132,13 @@ async fn tick_one(
         workload: workload.map(Path::to_path_buf),
         progress: false,
         warm_start: true,
+        agent: crate::agent_driver::AgentSettings::from_env(
+            None,
+            "tools",
+            AGENT_REQUEST_TIMEOUT_S,
+            AGENT_TOKEN_BUDGET,
+        )
+        .ok(),
     };
     let status = match optimize::run(
         store,

@@ -13,8 +13,20 @@ const DIFF_CAP: usize = 1_500;
 /// Recent failures and rejections listed.
 const RECENT: i64 = 8;
 
+#[derive(sqlx::FromRow)]
+struct Win {
+    id: i64,
+    context_id: String,
+    gain: f64,
+    gain_low: f64,
+    gain_high: f64,
+    origin: String,
+    note: Option<String>,
+    diff: Option<String>,
+}
+
 pub async fn digest(store: &Store, task: &str) -> Result<String> {
-    let wins: Vec<(i64, String, f64, f64, f64, String, Option<String>, Option<String>)> = sqlx::query_as(
+    let wins: Vec<Win> = sqlx::query_as(
         "SELECT l.id, l.context_id, e.gain, e.gain_low, e.gain_high, c.origin, c.note, c.diff
          FROM ledger_entries l JOIN candidates c ON c.id = l.candidate_id JOIN evaluations e ON e.candidate_id = c.id
          WHERE l.task = ? AND l.kind = 'accepted' AND l.review_state != 'rejected' ORDER BY e.gain DESC LIMIT 20",
@@ -37,18 +49,21 @@ pub async fn digest(store: &Store, task: &str) -> Result<String> {
     if !wins.is_empty() {
         out.push_str("Accepted improvements (biggest first):\n");
     }
-    for (id, ctx, gain, low, high, origin, note, diff) in wins {
+    for w in wins {
         let mut item = format!(
-            "- e{id} in context {ctx}: {} [{}, {}] from {origin}",
-            pct(gain),
-            pct(low),
-            pct(high)
+            "- e{} in context {}: {} [{}, {}] from {}",
+            w.id,
+            w.context_id,
+            pct(w.gain),
+            pct(w.gain_low),
+            pct(w.gain_high),
+            w.origin
         );
-        if let Some(n) = note {
+        if let Some(n) = w.note {
             item.push_str(&format!(" ({n})"));
         }
         item.push('\n');
-        if let Some(d) = diff {
+        if let Some(d) = w.diff {
             let d: String = d.chars().take(DIFF_CAP).collect();
             item.push_str(&format!("```diff\n{d}\n```\n"));
         }

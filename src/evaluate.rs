@@ -105,7 +105,7 @@ pub struct Harness<'a> {
     workload: Option<(String, Option<Vec<u8>>)>,
     bench_lock: PathBuf,
     limits: Limits,
-    /// Wall time spent in task processes since the last `take_process_time`.
+    /// Wall time spent in task processes (and waiting for the bench lock) since `take_times`.
     process_time: Duration,
     bench_time: Duration,
 }
@@ -331,7 +331,12 @@ impl<'a> Harness<'a> {
                     format!("opening {}: {e}", self.bench_lock.display()),
                 )
             })?;
-        lock.lock().map_err(|e| {
+        // Waiting for another benchmark on this machine counts with the task's processes, not
+        // as polymorph's own time.
+        let waiting = std::time::Instant::now();
+        let locked = lock.lock();
+        self.process_time += waiting.elapsed();
+        locked.map_err(|e| {
             Failure::new(
                 Stage::Bench,
                 format!("locking {}: {e}", self.bench_lock.display()),

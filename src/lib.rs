@@ -3,6 +3,7 @@
 //! against the incumbent with paired statistics, and only verified improvements reach the git
 //! ledger; every attempt is recorded in runs.db.
 
+pub mod agent_driver;
 pub mod bench;
 pub mod cli;
 pub mod commands;

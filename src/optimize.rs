@@ -3,6 +3,7 @@
 //! moving the incumbent forward on each accepted candidate. A killed run resumes where it
 //! stopped: evaluations are recorded whole or not at all, and the branch only moves after.
 
+use crate::agent_driver::{AgentProposer, AgentSettings};
 use crate::context::{self, Fingerprint, Workload};
 use crate::evaluate::{Built, Evaluation, Harness, median_score};
 use crate::judge::{Judge, Verdict, pct};
@@ -61,6 +62,8 @@ pub struct RunOptions {
     pub progress: bool,
     /// In a context never tuned, first re-measure the bests of the nearest tuned contexts.
     pub warm_start: bool,
+    /// The LLM agent's settings, for `--proposer agent` (and `auto` when an endpoint is set).
+    pub agent: Option<AgentSettings>,
 }
 
 /// What a run did, for the terminal and `--json`.
@@ -174,21 +177,33 @@ async fn sync_ledger(store: &Store, ledger: &Ledger, r: &Resolved) -> Result<(i6
     Ok((inc.id, Oid::from_str(&inc.commit_sha)?))
 }
 
-fn proposer_label(choice: &ProposerChoice, task: &Task) -> Result<String> {
+fn proposer_label(
+    choice: &ProposerChoice,
+    task: &Task,
+    agent: Option<&AgentSettings>,
+) -> Result<String> {
     Ok(match choice {
+        ProposerChoice::Auto if agent.is_some() && AgentSettings::configured() => {
+            "agent".to_string()
+        }
         ProposerChoice::Auto | ProposerChoice::Search => {
             if task.params.is_none() {
                 bail!(
-                    "no proposer for {}: the task declares no [params] for search, and the LLM agent proposer is not available yet; \
-                     use --proposer replay:FILE",
-                    task.name
+                    "no proposer for {}: the task declares no [params] for search and no model endpoint is configured \
+                     ({} / {}); use --proposer agent with an endpoint, or --proposer replay:FILE",
+                    task.name,
+                    crate::agent_driver::ENV_BASE_URL,
+                    crate::agent_driver::ENV_API_KEY
                 );
             }
             "search".to_string()
         }
-        ProposerChoice::Agent => bail!(
-            "the LLM agent proposer is not available yet; use --proposer search or replay:FILE"
-        ),
+        ProposerChoice::Agent => {
+            if agent.is_none() {
+                bail!("--proposer agent needs the agent's settings");
+            }
+            "agent".to_string()
+        }
         ProposerChoice::Replay(f) => {
             let abs = f
                 .canonicalize()
@@ -199,12 +214,51 @@ fn proposer_label(choice: &ProposerChoice, task: &Task) -> Result<String> {
 }
 
 /// The proposer for a run; `done` candidates were already evaluated by an earlier attempt.
-fn make_proposer(label: &str, task: &Task, seed: u64, done: usize) -> Result<Box<dyn Proposer>> {
+fn make_proposer<'a>(
+    label: &str,
+    r: &'a Resolved,
+    runner: &'a Runner,
+    cancel: CancelFlag,
+    seed: u64,
+    done: usize,
+    agent: Option<&AgentSettings>,
+) -> Result<Box<dyn Proposer + 'a>> {
+    let task = &r.task;
     if let Some(file) = label.strip_prefix("replay:") {
         // Replay candidates are consumed in order: skip those already evaluated.
         let mut p = ReplayProposer::open(Path::new(file))?;
         p.skip(done);
         return Ok(Box::new(p));
+    }
+    if label == "agent" {
+        let settings = agent.context("the agent's settings are missing")?.clone();
+        let f = &r.fingerprint;
+        let context = format!(
+            "CPU {} ({} cores); GPUs: {}; toolchain: {}; workload: {}; model: {}",
+            f.cpu_model,
+            f.cpu_cores,
+            if f.gpus.is_empty() {
+                "none".to_string()
+            } else {
+                f.gpus.join(", ")
+            },
+            f.toolchain.join(", "),
+            if f.workload.is_empty() {
+                "-"
+            } else {
+                &f.workload
+            },
+            if f.model.is_empty() { "-" } else { &f.model },
+        );
+        return Ok(Box::new(AgentProposer::new(
+            settings,
+            task,
+            &r.source,
+            runner,
+            cancel,
+            r.workload.as_ref(),
+            context,
+        )?));
     }
     let spec = task.params.as_ref().context("task has no [params]")?;
     let space = agent::ParamSpace::new(spec.values.clone(), &spec.constraints)?;
@@ -321,7 +375,7 @@ pub async fn run(
 ) -> Result<RunReport> {
     let r = resolve(task_dir, opts.workload.as_deref())?;
     let task = &r.task;
-    let label = proposer_label(&opts.proposer, task)?;
+    let label = proposer_label(&opts.proposer, task, opts.agent.as_ref())?;
     let ledger = Ledger::open_or_init(ledger_path)?;
     ledger.check_writable()?;
     store
@@ -366,7 +420,15 @@ pub async fn run(
             (id, 0, seed, false)
         }
     };
-    let mut proposer = make_proposer(&label, task, seed.wrapping_add(done as u64), done)?;
+    let mut proposer = make_proposer(
+        &label,
+        &r,
+        runner,
+        cancel.clone(),
+        seed.wrapping_add(done as u64),
+        done,
+        opts.agent.as_ref(),
+    )?;
     if opts.warm_start
         && store
             .candidates_in_context(&task.name, &r.context_id)
@@ -562,6 +624,8 @@ async fn run_loop(
                 .map(|(p, b)| (p.to_string(), String::from_utf8_lossy(b).into_owned()))
                 .collect(),
             history,
+            incumbent_score: best_score,
+            reference_score: hand_score,
         };
         let Some(proposal) = proposer.next(&ctx).await? else {
             return Ok(Some(format!(
@@ -622,6 +686,7 @@ async fn run_loop(
             overhead_ms: 0.0,
             log: ev.log.clone(),
             samples,
+            usage: proposal.usage.clone(),
         };
         if let Some(key) = pkey {
             tried.insert(key);
@@ -646,7 +711,8 @@ async fn run_loop(
             // The branch head is the incumbent's commit, or a revert commit restoring its tree.
             let parent = ledger.branch_head(&r.branch)?.unwrap_or(*incumbent_commit);
             let oid = ledger.write_commit(Some(parent), &built.tree, &message)?;
-            record.overhead_ms = overhead_ms(iteration, ev.process_seconds);
+            record.overhead_ms =
+                overhead_ms(iteration, ev.process_seconds, proposal.usage.as_ref());
             let entry = NewEntry {
                 branch: r.branch.clone(),
                 commit_sha: oid.to_string(),
@@ -661,7 +727,8 @@ async fn run_loop(
             best_score = Some(summary.candidate_score);
             incumbent_params = task.params_of(&built.tree);
         } else {
-            record.overhead_ms = overhead_ms(iteration, ev.process_seconds);
+            record.overhead_ms =
+                overhead_ms(iteration, ev.process_seconds, proposal.usage.as_ref());
             store.record(&record, None).await?;
         }
         progress.line(
@@ -679,10 +746,12 @@ async fn run_loop(
     Ok(None)
 }
 
-/// polymorph's own time in an iteration so far: its wall time less the task's processes (the
-/// final write of the evaluation itself is not included).
-fn overhead_ms(iteration: Instant, process_seconds: f64) -> f64 {
-    (iteration.elapsed().as_secs_f64() - process_seconds).max(0.0) * 1000.0
+/// polymorph's own time in an iteration so far: its wall time less the task's processes and,
+/// for a model-driven proposer, less the model's latency and the processes it ran (the final
+/// write of the evaluation itself is not included).
+fn overhead_ms(iteration: Instant, process_seconds: f64, usage: Option<&agent::Usage>) -> f64 {
+    let outside = usage.map_or(0.0, |u| (u.latency_ms + u.process_ms) as f64 / 1000.0);
+    (iteration.elapsed().as_secs_f64() - process_seconds - outside).max(0.0) * 1000.0
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -159,6 +159,7 @@ pub struct NewEvaluation {
     pub log: Option<String>,
     /// (round, side, case, value)
     pub samples: Vec<(i64, &'static str, String, f64)>,
+    pub usage: Option<agent::Usage>,
 }
 
 /// The ledger entry of an accepted candidate, written with its evaluation.
@@ -358,6 +359,16 @@ impl Store {
         )
     }
 
+    /// Model tokens (prompt + completion) and requests spent by a run.
+    pub async fn run_usage(&self, run_id: i64) -> Result<(i64, i64)> {
+        Ok(sqlx::query_as(
+            "SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0), COALESCE(SUM(model_requests), 0) FROM candidates WHERE run_id = ?",
+        )
+        .bind(run_id)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
     /// Verdict counts of a run: (verdict, count).
     pub async fn verdict_counts(&self, run_id: i64) -> Result<Vec<(String, i64)>> {
         Ok(sqlx::query_as(
@@ -496,8 +507,9 @@ impl Store {
     ) -> Result<(i64, Option<i64>)> {
         let mut tx = self.pool.begin().await?;
         let candidate_id = sqlx::query(
-            "INSERT INTO candidates (run_id, seq, task, context_id, proposer, origin, note, kind, payload, params_key, diff, parent_entry_id, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO candidates (run_id, seq, task, context_id, proposer, origin, note, kind, payload, params_key, diff, parent_entry_id, created_at,
+                model, prompt_tokens, completion_tokens, model_requests, model_latency_ms)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(ev.run_id)
         .bind(ev.seq)
@@ -512,6 +524,11 @@ impl Store {
         .bind(&ev.diff)
         .bind(ev.parent_entry_id)
         .bind(now())
+        .bind(ev.usage.as_ref().map(|u| u.model.clone()))
+        .bind(ev.usage.as_ref().map(|u| u.prompt_tokens as i64))
+        .bind(ev.usage.as_ref().map(|u| u.completion_tokens as i64))
+        .bind(ev.usage.as_ref().map(|u| u.requests as i64))
+        .bind(ev.usage.as_ref().map(|u| u.latency_ms as i64))
         .execute(&mut *tx)
         .await?
         .last_insert_rowid();

@@ -16,4 +16,6 @@ pub enum AgentError {
     },
     #[error("parameter space: {0}")]
     Space(String),
+    #[error("the model: {0}")]
+    Model(String),
 }

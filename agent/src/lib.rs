@@ -3,11 +3,13 @@
 //! builds, runs or measures anything (that is the sandbox's and the judge's job).
 
 mod error;
+pub mod llm;
 mod prepend;
 mod replay;
 mod search;
 
 pub use error::AgentError;
+
 pub use prepend::Prepend;
 pub use replay::ReplayProposer;
 pub use search::{ParamSpace, SearchProposer, params_key};
@@ -50,6 +52,8 @@ pub struct Usage {
     pub requests: u64,
     /// Wall time spent waiting for the model.
     pub latency_ms: u64,
+    /// Wall time of the processes run for the proposer itself (its build-and-test calls).
+    pub process_ms: u64,
 }
 
 /// What a proposer may look at when choosing the next candidate.
@@ -63,6 +67,9 @@ pub struct ProposalContext {
     pub incumbent_files: BTreeMap<String, String>,
     /// A digest of earlier attempts (filled only for proposers that ask for it).
     pub history: String,
+    /// The incumbent's score and the hand-tuned baseline's, as last measured.
+    pub incumbent_score: Option<f64>,
+    pub reference_score: Option<f64>,
 }
 
 /// A source of candidates.

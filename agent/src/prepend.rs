@@ -4,13 +4,13 @@
 use crate::{AgentError, Proposal, ProposalContext, Proposer};
 use std::collections::VecDeque;
 
-pub struct Prepend {
+pub struct Prepend<'a> {
     first: VecDeque<Proposal>,
-    then: Box<dyn Proposer>,
+    then: Box<dyn Proposer + 'a>,
 }
 
-impl Prepend {
-    pub fn new(first: Vec<Proposal>, then: Box<dyn Proposer>) -> Self {
+impl<'a> Prepend<'a> {
+    pub fn new(first: Vec<Proposal>, then: Box<dyn Proposer + 'a>) -> Self {
         Prepend {
             first: first.into(),
             then,
@@ -19,7 +19,7 @@ impl Prepend {
 }
 
 #[async_trait::async_trait]
-impl Proposer for Prepend {
+impl Proposer for Prepend<'_> {
     fn name(&self) -> &str {
         self.then.name()
     }

@@ -68,7 +68,10 @@ impl Env {
         let mut c = Command::cargo_bin("polymorph").unwrap();
         c.current_dir(self.path())
             .env_remove("POLYMORPH_DB")
-            .env_remove("POLYMORPH_LEDGER");
+            .env_remove("POLYMORPH_LEDGER")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("POLYMORPH_MODEL");
         c.arg("--db")
             .arg(self.db())
             .arg("--ledger")
@@ -92,6 +95,8 @@ impl Env {
     pub fn spawn(&self, args: &[&str]) -> std::process::Child {
         std::process::Command::new(assert_cmd::cargo::cargo_bin("polymorph"))
             .current_dir(self.path())
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
             .args([
                 "--db",
                 self.db().to_str().unwrap(),

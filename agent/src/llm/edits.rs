@@ -1,0 +1,168 @@
+//! The text protocol for servers without tool calling: SEARCH/REPLACE blocks
+//! (`path`, `<<<<<<< SEARCH`, old text, `=======`, new text, `>>>>>>> REPLACE`), whole files as
+//! a fenced block right after a line naming a known file, and the `BUILD`, `SUBMIT: why` and
+//! `PARAMS: {json}` commands. Pure parsing; applying is the session's job.
+
+/// One edit the model asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextEdit {
+    Replace {
+        path: String,
+        search: String,
+        replace: String,
+    },
+    WholeFile {
+        path: String,
+        content: String,
+    },
+}
+
+/// Everything recognised in one reply.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TextReply {
+    pub edits: Vec<TextEdit>,
+    pub build: bool,
+    pub submit: Option<String>,
+    pub params: Option<String>,
+    /// Blocks that started but never finished, as feedback for the model.
+    pub malformed: Vec<String>,
+}
+
+fn clean_path(line: &str) -> String {
+    let l = line.trim().trim_matches('`').trim();
+    let l = l
+        .strip_prefix("File:")
+        .or_else(|| l.strip_prefix("file:"))
+        .unwrap_or(l);
+    l.trim().trim_matches('*').trim().to_string()
+}
+
+/// Parses a reply; `known` are the file paths a whole-file block may name.
+pub fn parse_text_reply(text: &str, known: &[String]) -> TextReply {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = TextReply::default();
+    let mut last_text_line = String::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let t = line.trim();
+        if t == "<<<<<<< SEARCH" {
+            let path = clean_path(&last_text_line);
+            let mut search = Vec::new();
+            let mut replace = Vec::new();
+            let mut j = i + 1;
+            while j < lines.len() && lines[j].trim() != "=======" {
+                search.push(lines[j]);
+                j += 1;
+            }
+            let mut k = j + 1;
+            while k < lines.len() && lines[k].trim() != ">>>>>>> REPLACE" {
+                replace.push(lines[k]);
+                k += 1;
+            }
+            if j >= lines.len() || k >= lines.len() {
+                out.malformed.push(format!(
+                    "the SEARCH/REPLACE block for {path:?} is not closed"
+                ));
+                break;
+            }
+            let join = |v: &[&str]| {
+                if v.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}\n", v.join("\n"))
+                }
+            };
+            out.edits.push(TextEdit::Replace {
+                path,
+                search: join(&search),
+                replace: join(&replace),
+            });
+            i = k + 1;
+            continue;
+        }
+        if t.starts_with("```") && known.iter().any(|k| *k == clean_path(&last_text_line)) {
+            let path = clean_path(&last_text_line);
+            let mut body = Vec::new();
+            let mut j = i + 1;
+            while j < lines.len() && !lines[j].trim().starts_with("```") {
+                body.push(lines[j]);
+                j += 1;
+            }
+            if j >= lines.len() {
+                out.malformed
+                    .push(format!("the fenced block for {path} is not closed"));
+                break;
+            }
+            out.edits.push(TextEdit::WholeFile {
+                path,
+                content: format!("{}\n", body.join("\n")),
+            });
+            i = j + 1;
+            last_text_line.clear();
+            continue;
+        }
+        if let Some(why) = t.strip_prefix("SUBMIT:") {
+            out.submit = Some(why.trim().to_string());
+        } else if t == "SUBMIT" {
+            out.submit = Some(String::new());
+        } else if t == "BUILD" {
+            out.build = true;
+        } else if let Some(json) = t.strip_prefix("PARAMS:") {
+            out.params = Some(json.trim().to_string());
+        }
+        if !t.is_empty() {
+            last_text_line = t.to_string();
+        }
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_replace_blocks_and_commands() {
+        let reply = "I will unroll.\n\nkernel.c\n<<<<<<< SEARCH\nfor (i = 0;\n=======\nfor (i = 1;\n>>>>>>> REPLACE\n\nBUILD\n";
+        let r = parse_text_reply(reply, &[]);
+        assert_eq!(
+            r.edits,
+            vec![TextEdit::Replace {
+                path: "kernel.c".into(),
+                search: "for (i = 0;\n".into(),
+                replace: "for (i = 1;\n".into()
+            }]
+        );
+        assert!(r.build);
+        assert_eq!(r.submit, None);
+    }
+
+    #[test]
+    fn whole_files_only_for_known_paths() {
+        let known = vec!["params.h".to_string()];
+        let r = parse_text_reply(
+            "params.h\n```c\n#define X 1\n```\nSUBMIT: smaller tiles\n",
+            &known,
+        );
+        assert_eq!(
+            r.edits,
+            vec![TextEdit::WholeFile {
+                path: "params.h".into(),
+                content: "#define X 1\n".into()
+            }]
+        );
+        assert_eq!(r.submit.as_deref(), Some("smaller tiles"));
+        let quoted = parse_text_reply("Here is an idea:\n```c\nint x;\n```\n", &known);
+        assert!(quoted.edits.is_empty());
+    }
+
+    #[test]
+    fn unclosed_blocks_are_reported_and_params_read() {
+        let r = parse_text_reply("`kernel.c`\n<<<<<<< SEARCH\nabc\n", &[]);
+        assert_eq!(r.malformed.len(), 1);
+        let p = parse_text_reply("PARAMS: {\"TILE\": 64}\n", &[]);
+        assert_eq!(p.params.as_deref(), Some("{\"TILE\": 64}"));
+    }
+}
