@@ -86,6 +86,15 @@ pub enum Command {
         /// Only runs of this task (its name).
         #[arg(long)]
         task: Option<String>,
+        /// Only runs in this context.
+        #[arg(long)]
+        context: Option<String>,
+        /// Only runs started since: a date (2026-11-30, or RFC 3339) or an age (12h, 7d).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only runs with at least one candidate of this verdict (accepted, rejected, failed, quarantined).
+        #[arg(long)]
+        verdict: Option<String>,
         #[arg(long)]
         json: bool,
     },

@@ -81,8 +81,20 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
                 cancel,
             )
         }
-        Command::History { task, json } => {
-            history(&Store::open(&cli.db).await?, task.as_deref(), json).await
+        Command::History {
+            task,
+            context,
+            since,
+            verdict,
+            json,
+        } => {
+            let filter = HistoryFilter {
+                task,
+                context,
+                since: since.as_deref().map(parse_since).transpose()?,
+                verdict,
+            };
+            history(&Store::open(&cli.db).await?, &filter, json).await
         }
         Command::Show { id, json } => {
             show(&Store::open(&cli.db).await?, &cli.ledger, &id, json).await
@@ -379,12 +391,54 @@ fn check(
     Ok(())
 }
 
-async fn history(store: &Store, task: Option<&str>, json: bool) -> Result<()> {
+/// Which runs `history` shows.
+struct HistoryFilter {
+    task: Option<String>,
+    context: Option<String>,
+    /// RFC 3339 UTC; runs that started at or after it.
+    since: Option<String>,
+    verdict: Option<String>,
+}
+
+/// `--since`: a date, an RFC 3339 time, or an age such as 12h or 7d; as RFC 3339 UTC.
+fn parse_since(s: &str) -> Result<String> {
+    if let Ok(age) = parse_every(s) {
+        let at = chrono::Utc::now() - chrono::Duration::from_std(age)?;
+        return Ok(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Ok(t
+            .with_timezone(&chrono::Utc)
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    }
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return Ok(format!("{d}T00:00:00Z"));
+    }
+    bail!("--since {s:?}: give a date (2026-11-30), an RFC 3339 time, or an age (12h, 7d)")
+}
+
+async fn history(store: &Store, filter: &HistoryFilter, json: bool) -> Result<()> {
+    const VERDICTS: [&str; 4] = ["accepted", "rejected", "failed", "quarantined"];
+    if let Some(v) = filter.verdict.as_deref().filter(|v| !VERDICTS.contains(v)) {
+        bail!("--verdict {v:?}: expected one of {}", VERDICTS.join(", "));
+    }
+    let task = filter.task.as_deref();
     let runs = store.runs(task).await?;
     let mut rows = Vec::new();
     for run in &runs {
+        if filter
+            .context
+            .as_ref()
+            .is_some_and(|c| *c != run.context_id)
+            || filter.since.as_ref().is_some_and(|s| run.started_at < *s)
+        {
+            continue;
+        }
         let counts = store.verdict_counts(run.id).await?;
         let count = |v: &str| counts.iter().find(|(k, _)| k == v).map_or(0, |(_, n)| *n);
+        if filter.verdict.as_deref().is_some_and(|v| count(v) == 0) {
+            continue;
+        }
         let best = store
             .incumbent(&crate::ledger::branch_name(&run.task, &run.context_id))
             .await?;

@@ -237,3 +237,55 @@ fn export_makes_a_patch_git_accepts() {
         .stderr(contains("no ledger entry e99"));
     let _: Value = env.json(&["review"]);
 }
+
+#[test]
+fn history_filters_and_query_views_answer_the_common_questions() {
+    let env = Env::new();
+    three_entries(&env);
+    let ctx = env.json(&["history"])[0]["context_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let count = |args: &[&str]| {
+        env.json(&[&["history"], args].concat())
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(count(&["--verdict", "accepted"]), 1);
+    assert_eq!(count(&["--verdict", "quarantined"]), 0);
+    assert_eq!(count(&["--context", &ctx]), 1);
+    assert_eq!(count(&["--context", "000000000000"]), 0);
+    assert_eq!(count(&["--since", "1h"]), 1);
+    assert_eq!(count(&["--since", "2099-01-01"]), 0);
+    assert_eq!(count(&["--task", "spin"]), 1);
+    assert_eq!(count(&["--task", "other"]), 0);
+    env.cmd()
+        .args(["history", "--verdict", "great"])
+        .assert()
+        .code(2)
+        .stderr(contains("expected one of"));
+    env.cmd()
+        .args(["history", "--since", "yesterday"])
+        .assert()
+        .code(2)
+        .stderr(contains("--since"));
+
+    let stats = env.json(&[
+        "query",
+        "SELECT proposer, candidates, accepted, accept_rate_pct FROM proposer_stats",
+    ]);
+    assert_eq!(stats[0]["proposer"], "replay");
+    assert_eq!(stats[0]["accepted"], 3);
+    assert_eq!(stats[0]["accept_rate_pct"], 100.0);
+    let last = env.json(&[
+        "query",
+        "SELECT entries, last_accepted_at FROM last_improvement",
+    ]);
+    assert_eq!(last[0]["entries"], 3);
+    let tried = env.json(&[
+        "query",
+        "SELECT verdict, reason FROM candidate_results WHERE run_id = 1 ORDER BY seq",
+    ]);
+    assert_eq!(tried.as_array().unwrap().len(), 3);
+}
