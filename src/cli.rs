@@ -95,6 +95,9 @@ pub enum Command {
         /// Only runs with at least one candidate of this verdict (accepted, rejected, failed, quarantined).
         #[arg(long)]
         verdict: Option<String>,
+        /// Also draw the shown runs' best-so-far curve and every candidate's gain into this SVG file.
+        #[arg(long)]
+        plot: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },

@@ -86,6 +86,7 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
             context,
             since,
             verdict,
+            plot,
             json,
         } => {
             let filter = HistoryFilter {
@@ -94,7 +95,7 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
                 since: since.as_deref().map(parse_since).transpose()?,
                 verdict,
             };
-            history(&Store::open(&cli.db).await?, &filter, json).await
+            history(&Store::open(&cli.db).await?, &filter, plot.as_deref(), json).await
         }
         Command::Show { id, json } => {
             show(&Store::open(&cli.db).await?, &cli.ledger, &id, json).await
@@ -417,7 +418,12 @@ fn parse_since(s: &str) -> Result<String> {
     bail!("--since {s:?}: give a date (2026-11-30), an RFC 3339 time, or an age (12h, 7d)")
 }
 
-async fn history(store: &Store, filter: &HistoryFilter, json: bool) -> Result<()> {
+async fn history(
+    store: &Store,
+    filter: &HistoryFilter,
+    plot: Option<&Path>,
+    json: bool,
+) -> Result<()> {
     const VERDICTS: [&str; 4] = ["accepted", "rejected", "failed", "quarantined"];
     if let Some(v) = filter.verdict.as_deref().filter(|v| !VERDICTS.contains(v)) {
         bail!("--verdict {v:?}: expected one of {}", VERDICTS.join(", "));
@@ -452,6 +458,18 @@ async fn history(store: &Store, filter: &HistoryFilter, json: bool) -> Result<()
             "best_entry": best.as_ref().map(|b| b.id), "best_score": best.and_then(|b| b.score),
             "message": run.message, "model_tokens": tokens, "model_requests": requests,
         }));
+    }
+    if let Some(file) = plot {
+        let ids: Vec<i64> = rows.iter().filter_map(|r| r["run"].as_i64()).collect();
+        let points = store.plot_points(&ids).await?;
+        let title = format!(
+            "{} run(s), {} candidates: best so far vs the start, and each candidate's gain",
+            ids.len(),
+            points.len()
+        );
+        std::fs::write(file, crate::plot::svg(&title, &points))
+            .with_context(|| format!("writing {}", file.display()))?;
+        eprintln!("plot written to {}", file.display());
     }
     if json {
         return print_json(&rows);

@@ -15,6 +15,7 @@ pub mod judge;
 pub mod ledger;
 pub mod lock;
 pub mod optimize;
+pub mod plot;
 pub mod review;
 pub mod schedule;
 pub mod stats;

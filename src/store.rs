@@ -369,6 +369,24 @@ impl Store {
         .await?)
     }
 
+    /// The candidates of some runs in evaluation order, for `history --plot`.
+    pub async fn plot_points(&self, run_ids: &[i64]) -> Result<Vec<crate::plot::Point>> {
+        let mut out = Vec::new();
+        for id in run_ids {
+            let rows: Vec<(String, Option<f64>)> = sqlx::query_as(
+                "SELECT e.verdict, e.gain FROM candidates c JOIN evaluations e ON e.candidate_id = c.id WHERE c.run_id = ? ORDER BY c.seq",
+            )
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?;
+            out.extend(
+                rows.into_iter()
+                    .map(|(verdict, gain)| crate::plot::Point { verdict, gain }),
+            );
+        }
+        Ok(out)
+    }
+
     /// Verdict counts of a run: (verdict, count).
     pub async fn verdict_counts(&self, run_id: i64) -> Result<Vec<(String, i64)>> {
         Ok(sqlx::query_as(
