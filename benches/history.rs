@@ -1,0 +1,97 @@
+//! Measures `history`, `review` and `show` on a runs.db with 100,000 candidates (generated:
+//! 100 runs of 1,000 candidates, each with an evaluation and 8 samples, 5 accepted entries per
+//! run waiting for review), timing the real binary as a user runs it.
+//!
+//! cargo bench --bench history [-- CANDIDATES]   (default 100000)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use polymorph::store::Store;
+use std::process::Command;
+use std::time::Instant;
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let total: i64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(100_000);
+    let runs = 100i64;
+    let per_run = total / runs;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let store = Store::open(&db).await.unwrap();
+    let started = Instant::now();
+    let mut tx = store.pool().begin().await.unwrap();
+    let now = "2026-11-30T00:00:00Z";
+    sqlx::query("INSERT INTO contexts (task, id, fingerprint, created_at) VALUES ('gen', 'ctx000000000', '{}', ?)").bind(now).execute(&mut *tx).await.unwrap();
+    let mut entry_id = 0i64;
+    for r in 1..=runs {
+        sqlx::query("INSERT INTO runs (id, task, task_dir, context_id, proposer, budget, seed, status, started_at) VALUES (?, 'gen', '/x', 'ctx000000000', 'search', ?, 1, 'finished', ?)")
+            .bind(r).bind(per_run).bind(now).execute(&mut *tx).await.unwrap();
+        for k in 1..=per_run {
+            let id = (r - 1) * per_run + k;
+            sqlx::query("INSERT INTO candidates (id, run_id, seq, task, context_id, proposer, origin, kind, payload, params_key, diff, created_at) VALUES (?, ?, ?, 'gen', 'ctx000000000', 'search', 'search(local)', 'params', '{}', ?, '--- a/p.h\n+++ b/p.h\n', ?)")
+                .bind(id).bind(r).bind(k).bind(format!("{{\"K\":{id}}}")).bind(now).execute(&mut *tx).await.unwrap();
+            let accepted = k % (per_run / 5).max(1) == 0;
+            let verdict = if accepted {
+                "accepted"
+            } else if k % 3 == 0 {
+                "failed"
+            } else {
+                "rejected"
+            };
+            sqlx::query("INSERT INTO evaluations (candidate_id, verdict, reason, stage, gain, gain_low, gain_high, pairs, created_at) VALUES (?, ?, 'generated', 'judge', 0.05, 0.03, 0.07, 6, ?)")
+                .bind(id).bind(verdict).bind(now).execute(&mut *tx).await.unwrap();
+            for s in 0..8 {
+                sqlx::query("INSERT INTO samples (candidate_id, round, side, case_name, value) VALUES (?, ?, ?, 'c', 1.0)")
+                    .bind(id).bind(s / 2).bind(if s % 2 == 0 { "incumbent" } else { "candidate" }).execute(&mut *tx).await.unwrap();
+            }
+            if accepted {
+                entry_id += 1;
+                sqlx::query("INSERT INTO ledger_entries (id, kind, candidate_id, task, context_id, branch, commit_sha, score, created_at) VALUES (?, 'accepted', ?, 'gen', 'ctx000000000', 'gen/ctx000000000', ?, 1.0, ?)")
+                    .bind(entry_id).bind(id).bind(format!("{entry_id:040x}")).bind(now).execute(&mut *tx).await.unwrap();
+            }
+        }
+    }
+    tx.commit().await.unwrap();
+    store.pool().close().await;
+    println!(
+        "generated {total} candidates ({entry_id} pending entries) in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    let bin = env!("CARGO_BIN_EXE_polymorph");
+    for args in [
+        vec!["history"],
+        vec!["history", "--json"],
+        vec!["history", "--verdict", "accepted"],
+        vec!["review"],
+        vec!["show", "50000"],
+    ] {
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            let out = Command::new(bin)
+                .arg("--db")
+                .arg(&db)
+                .arg("--ledger")
+                .arg(dir.path().join("ledger"))
+                .args(&args)
+                .output()
+                .unwrap();
+            times.push(t.elapsed().as_secs_f64() * 1000.0);
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "polymorph {:<28} median {:>6.1} ms (min {:.1}, max {:.1}) over 5 runs",
+            args.join(" "),
+            times[2],
+            times[0],
+            times[4]
+        );
+    }
+}
