@@ -60,6 +60,17 @@ pub struct Outcome {
     pub ended: String,
 }
 
+impl Outcome {
+    fn submitted(change: ProposedChange, rationale: String, usage: Usage) -> Self {
+        Outcome {
+            change: Some(change),
+            rationale,
+            usage,
+            ended: "submitted".into(),
+        }
+    }
+}
+
 fn tool_specs(with_params: bool) -> Value {
     let f = |name: &str, desc: &str, params: Value| json!({ "type": "function", "function": { "name": name, "description": desc, "parameters": params } });
     let none = json!({ "type": "object", "properties": {} });
@@ -323,12 +334,7 @@ pub async fn propose(
             for call in &reply.tool_calls {
                 match run_tool(host, call, with_params).await {
                     Step::Done(change, rationale) => {
-                        return Ok(Outcome {
-                            change: Some(change),
-                            rationale,
-                            usage,
-                            ended: "submitted".into(),
-                        });
+                        return Ok(Outcome::submitted(change, rationale, usage));
                     }
                     Step::Continue(text) => messages
                         .push(json!({ "role": "tool", "tool_call_id": call.id, "content": text })),
@@ -343,12 +349,7 @@ pub async fn propose(
         }
         match run_text(host, &text, with_params).await {
             Step::Done(change, rationale) => {
-                return Ok(Outcome {
-                    change: Some(change),
-                    rationale,
-                    usage,
-                    ended: "submitted".into(),
-                });
+                return Ok(Outcome::submitted(change, rationale, usage));
             }
             Step::Continue(note) => {
                 messages.push(json!({ "role": "user", "content": feedback(&note) }))
