@@ -10,7 +10,8 @@ use agent::llm::{self, Limits, ModelClient, Prompts, Protocol, ToolHost};
 use agent::{AgentError, Proposal, ProposalContext, ProposedChange, Proposer};
 use anyhow::{Result, bail};
 use sandbox::{CancelFlag, FileTree, RelPath, Runner};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Environment variables, as every OpenAI-compatible client names them.
@@ -44,6 +45,8 @@ pub struct AgentSettings {
     /// Tokens for the whole run; the agent stops proposing past it.
     pub token_budget: u64,
     pub temperature: f64,
+    /// Conversations run at once when the agent needs new proposals.
+    pub concurrency: usize,
 }
 
 impl AgentSettings {
@@ -59,6 +62,7 @@ impl AgentSettings {
         protocol: &str,
         request_timeout_s: u64,
         token_budget: u64,
+        concurrency: usize,
     ) -> Result<Self> {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let base_url = env(ENV_BASE_URL).unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
@@ -82,6 +86,7 @@ impl AgentSettings {
             max_tokens_per_proposal: 200_000,
             token_budget,
             temperature: 0.2,
+            concurrency: concurrency.max(1),
         })
     }
 }
@@ -98,13 +103,21 @@ fn render(template: &str, vars: &[(&str, String)]) -> String {
     })
 }
 
-/// The scratch tree the agent edits.
-struct Scratch<'a> {
-    task: &'a Task,
-    source: &'a FileTree,
-    runner: &'a Runner,
+/// What every conversation of the agent shares: the task, where its commands run, the client.
+struct Shared {
+    settings: AgentSettings,
+    client: ModelClient,
+    task: Task,
+    source: FileTree,
+    runner: Runner,
     cancel: CancelFlag,
-    workload: Option<&'a Workload>,
+    workload: Option<Workload>,
+    context: String,
+}
+
+/// The scratch tree one conversation edits.
+struct Scratch {
+    shared: Arc<Shared>,
     tree: FileTree,
     original: BTreeMap<String, String>,
     process_time: Duration,
@@ -137,7 +150,7 @@ fn trim_feedback(text: &str) -> String {
 }
 
 #[async_trait::async_trait]
-impl ToolHost for Scratch<'_> {
+impl ToolHost for Scratch {
     fn list_files(&self) -> Vec<String> {
         self.tree.iter().map(|(p, _)| p.to_string()).collect()
     }
@@ -153,10 +166,11 @@ impl ToolHost for Scratch<'_> {
 
     fn write_file(&mut self, path: &str, content: &str) -> Result<(), String> {
         let p = RelPath::new(path).map_err(|e| e.to_string())?;
-        if !self.task.is_editable(&p) {
+        let task = &self.shared.task;
+        if !task.is_editable(&p) {
             return Err(format!(
                 "{path} is protected: only {} may change",
-                self.task.editable_globs.join(", ")
+                task.editable_globs.join(", ")
             ));
         }
         if content.len() > MAX_WRITE_BYTES || content.contains('\0') {
@@ -171,13 +185,14 @@ impl ToolHost for Scratch<'_> {
     async fn build_and_test(&mut self) -> String {
         let started = Instant::now();
         let tree = self.tree.clone();
+        let sh = &self.shared;
         let result = tokio::task::block_in_place(|| {
             let mut h = Harness::new(
-                self.task,
-                self.source,
-                self.runner,
-                self.cancel.clone(),
-                self.workload,
+                &sh.task,
+                &sh.source,
+                &sh.runner,
+                sh.cancel.clone(),
+                sh.workload.as_ref(),
             )
             .map_err(|e| format!("{e:#}"))?;
             h.prepare(tree)
@@ -194,34 +209,83 @@ impl ToolHost for Scratch<'_> {
     fn changed_files(&self) -> BTreeMap<String, String> {
         self.tree
             .iter()
-            .filter(|(p, _)| self.task.is_editable(p))
+            .filter(|(p, _)| self.shared.task.is_editable(p))
             .map(|(p, b)| (p.to_string(), String::from_utf8_lossy(b).into_owned()))
             .filter(|(p, c)| self.original.get(p) != Some(c))
             .collect()
     }
 }
 
-pub struct AgentProposer<'a> {
-    settings: AgentSettings,
-    client: ModelClient,
-    task: &'a Task,
-    source: &'a FileTree,
-    runner: &'a Runner,
-    cancel: CancelFlag,
-    workload: Option<&'a Workload>,
-    context: String,
-    used_tokens: u64,
-    label: String,
+/// One conversation: a scratch copy of the incumbent, the model, and what came of it.
+async fn converse(
+    shared: Arc<Shared>,
+    ctx: Arc<ProposalContext>,
+    prompts: Arc<Prompts>,
+    max_tokens: u64,
+) -> Result<Proposal, AgentError> {
+    let mut tree = shared.source.clone();
+    for (p, c) in &ctx.incumbent_files {
+        if let Ok(p) = RelPath::new(p) {
+            tree.insert(p, c.as_bytes().to_vec());
+        }
+    }
+    let mut scratch = Scratch {
+        shared: Arc::clone(&shared),
+        tree,
+        original: ctx.incumbent_files.clone(),
+        process_time: Duration::ZERO,
+    };
+    let st = &shared.settings;
+    let limits = Limits {
+        max_turns: st.max_turns,
+        max_tokens,
+        temperature: st.temperature,
+    };
+    let with_params = shared.task.params.is_some();
+    let outcome = llm::propose(
+        &shared.client,
+        st.api_key.as_deref(),
+        &mut scratch,
+        &prompts,
+        st.protocol,
+        &limits,
+        with_params,
+    )
+    .await
+    .map_err(|e| AgentError::Model(e.to_string()))?;
+    let mut usage = outcome.usage;
+    usage.process_ms = scratch.process_time.as_millis() as u64;
+    // A conversation that ends without a submission is still recorded, as an empty change.
+    let (change, note) = match outcome.change {
+        Some(c) => (c, outcome.rationale),
+        None => (
+            ProposedChange::Files(BTreeMap::new()),
+            format!("the agent did not submit: {}", outcome.ended),
+        ),
+    };
+    Ok(Proposal {
+        change,
+        note: Some(note).filter(|n| !n.is_empty()),
+        origin: format!("agent({})", st.model),
+        usage: Some(usage),
+    })
 }
 
-impl<'a> AgentProposer<'a> {
+pub struct AgentProposer {
+    shared: Arc<Shared>,
+    used_tokens: u64,
+    /// Proposals of the last batch not handed out yet.
+    queue: VecDeque<Proposal>,
+}
+
+impl AgentProposer {
     pub fn new(
         settings: AgentSettings,
-        task: &'a Task,
-        source: &'a FileTree,
-        runner: &'a Runner,
+        task: &Task,
+        source: &FileTree,
+        runner: &Runner,
         cancel: CancelFlag,
-        workload: Option<&'a Workload>,
+        workload: Option<&Workload>,
         context: String,
     ) -> Result<Self> {
         let client = ModelClient::new(
@@ -230,23 +294,25 @@ impl<'a> AgentProposer<'a> {
             &settings.model,
             settings.request_timeout,
         )?;
-        let label = format!("agent({})", settings.model);
-        Ok(AgentProposer {
+        let shared = Shared {
             settings,
             client,
-            task,
-            source,
-            runner,
+            task: task.clone(),
+            source: source.clone(),
+            runner: runner.clone(),
             cancel,
-            workload,
+            workload: workload.cloned(),
             context,
+        };
+        Ok(AgentProposer {
+            shared: Arc::new(shared),
             used_tokens: 0,
-            label,
+            queue: VecDeque::new(),
         })
     }
 
     fn prompts(&self, ctx: &ProposalContext) -> Prompts {
-        let t = self.task;
+        let t = &self.shared.task;
         let score = |s: Option<f64>| {
             s.map_or("not measured yet".to_string(), |v| {
                 format!("{v:.4} {}", t.metric.name)
@@ -281,24 +347,21 @@ impl<'a> AgentProposer<'a> {
             .iter()
             .map(|(p, c)| format!("--- {p} ---\n{c}\n"))
             .collect();
+        let better = if t.metric.direction == crate::task::Direction::Maximize {
+            "higher"
+        } else {
+            "lower"
+        };
         let vars = [
             ("task_name", t.name.clone()),
             ("description", t.description.clone()),
             ("metric", t.metric.name.clone()),
             (
                 "direction",
-                format!(
-                    "{}, higher is {}",
-                    t.metric.direction.as_str(),
-                    if t.metric.direction == crate::task::Direction::Maximize {
-                        "better"
-                    } else {
-                        "worse"
-                    }
-                ),
+                format!("{}: {better} is better", t.metric.direction.as_str()),
             ),
             ("min_gain", format!("{:.1}%", t.metric.min_gain * 100.0)),
-            ("context", self.context.clone()),
+            ("context", self.shared.context.clone()),
             ("incumbent_score", score(ctx.incumbent_score)),
             ("hand_tuned", score(ctx.reference_score)),
             ("editable", t.editable_globs.join(", ")),
@@ -306,7 +369,7 @@ impl<'a> AgentProposer<'a> {
             ("history", ctx.history.clone()),
             ("files", files),
         ];
-        let system = match self.settings.protocol {
+        let system = match self.shared.settings.protocol {
             Protocol::Tools => prompt(t, "system.txt", SYSTEM_TOOLS),
             Protocol::Text => prompt(t, "system_text.txt", SYSTEM_TEXT),
         };
@@ -319,7 +382,7 @@ impl<'a> AgentProposer<'a> {
 }
 
 #[async_trait::async_trait]
-impl Proposer for AgentProposer<'_> {
+impl Proposer for AgentProposer {
     fn name(&self) -> &str {
         "agent"
     }
@@ -328,67 +391,63 @@ impl Proposer for AgentProposer<'_> {
         true
     }
 
+    /// Hands out the next proposal; when none is left, runs `concurrency` conversations at once
+    /// from the current incumbent (benchmarks still run one at a time, in the main loop).
     async fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
-        if self.used_tokens >= self.settings.token_budget {
+        if let Some(p) = self.queue.pop_front() {
+            return Ok(Some(p));
+        }
+        let st = &self.shared.settings;
+        if self.used_tokens >= st.token_budget {
             tracing::warn!(
                 used = self.used_tokens,
-                budget = self.settings.token_budget,
+                budget = st.token_budget,
                 "the run's token budget is spent"
             );
             return Ok(None);
         }
-        let mut tree = self.source.clone();
-        for (p, c) in &ctx.incumbent_files {
-            if let Ok(p) = RelPath::new(p) {
-                tree.insert(p, c.as_bytes().to_vec());
+        let n = st.concurrency.max(1);
+        let max_tokens = st
+            .max_tokens_per_proposal
+            .min((st.token_budget - self.used_tokens) / n as u64)
+            .max(1);
+        let ctx = Arc::new(ctx.clone());
+        let prompts = Arc::new(self.prompts(&ctx));
+        let tasks: Vec<_> = (0..n)
+            .map(|_| {
+                tokio::spawn(converse(
+                    Arc::clone(&self.shared),
+                    Arc::clone(&ctx),
+                    Arc::clone(&prompts),
+                    max_tokens,
+                ))
+            })
+            .collect();
+        let mut last_error = None;
+        for t in tasks {
+            match t.await {
+                Ok(Ok(p)) => {
+                    self.used_tokens += p
+                        .usage
+                        .as_ref()
+                        .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
+                    self.queue.push_back(p);
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!("an agent conversation failed: {e}");
+                    last_error = Some(e);
+                }
+                Err(e) => {
+                    last_error = Some(AgentError::Model(format!(
+                        "a conversation task failed: {e}"
+                    )))
+                }
             }
         }
-        let mut scratch = Scratch {
-            task: self.task,
-            source: self.source,
-            runner: self.runner,
-            cancel: self.cancel.clone(),
-            workload: self.workload,
-            tree,
-            original: ctx.incumbent_files.clone(),
-            process_time: Duration::ZERO,
-        };
-        let prompts = self.prompts(ctx);
-        let limits = Limits {
-            max_turns: self.settings.max_turns,
-            max_tokens: self
-                .settings
-                .max_tokens_per_proposal
-                .min(self.settings.token_budget - self.used_tokens),
-            temperature: self.settings.temperature,
-        };
-        let outcome = llm::propose(
-            &self.client,
-            self.settings.api_key.as_deref(),
-            &mut scratch,
-            &prompts,
-            self.settings.protocol,
-            &limits,
-            self.task.params.is_some(),
-        )
-        .await
-        .map_err(|e| AgentError::Model(e.to_string()))?;
-        let mut usage = outcome.usage;
-        usage.process_ms = scratch.process_time.as_millis() as u64;
-        self.used_tokens += usage.prompt_tokens + usage.completion_tokens;
-        // A conversation that ends without a submission is still recorded, as an empty change.
-        let (change, note) = match outcome.change {
-            Some(c) => (c, outcome.rationale),
-            None => (
-                ProposedChange::Files(BTreeMap::new()),
-                format!("the agent did not submit: {}", outcome.ended),
-            ),
-        };
-        Ok(Some(Proposal {
-            change,
-            note: Some(note).filter(|n| !n.is_empty()),
-            origin: self.label.clone(),
-            usage: Some(usage),
-        }))
+        match (self.queue.pop_front(), last_error) {
+            (Some(p), _) => Ok(Some(p)),
+            (None, Some(e)) => Err(e),
+            (None, None) => Ok(None),
+        }
     }
 }

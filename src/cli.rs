@@ -61,6 +61,9 @@ pub enum Command {
         /// Model tokens (prompt + completion) the agent may spend in this run.
         #[arg(long, default_value_t = 2_000_000)]
         token_budget: u64,
+        /// Agent conversations in flight at once (benchmarks still run one at a time).
+        #[arg(long, default_value_t = 1)]
+        agent_concurrency: usize,
         /// Print the result as JSON on stdout.
         #[arg(long)]
         json: bool,

@@ -30,6 +30,7 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
             agent_protocol,
             request_timeout,
             token_budget,
+            agent_concurrency,
             json,
         } => {
             if budget == 0 {
@@ -42,6 +43,7 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
                     &agent_protocol,
                     request_timeout,
                     token_budget,
+                    agent_concurrency,
                 )?),
                 _ => None,
             };

@@ -137,6 +137,7 @@ async fn tick_one(
             "tools",
             AGENT_REQUEST_TIMEOUT_S,
             AGENT_TOKEN_BUDGET,
+            1,
         )
         .ok(),
     };

@@ -38,6 +38,8 @@ struct Seen {
 struct Fake {
     script: Mutex<VecDeque<Turn>>,
     seen: Mutex<Vec<Seen>>,
+    in_flight: std::sync::atomic::AtomicUsize,
+    max_in_flight: std::sync::atomic::AtomicUsize,
 }
 
 async fn chat(State(fake): State<Arc<Fake>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -55,7 +57,11 @@ async fn chat(State(fake): State<Arc<Fake>>, headers: HeaderMap, body: Bytes) ->
     let Some(turn) = turn else {
         return (StatusCode::INTERNAL_SERVER_ERROR, "script exhausted").into_response();
     };
+    use std::sync::atomic::Ordering::SeqCst;
+    let now = fake.in_flight.fetch_add(1, SeqCst) + 1;
+    fake.max_in_flight.fetch_max(now, SeqCst);
     tokio::time::sleep(turn.delay).await;
+    fake.in_flight.fetch_sub(1, SeqCst);
     let mut resp = (StatusCode::from_u16(turn.status).unwrap(), turn.body).into_response();
     resp.headers_mut()
         .insert("content-type", "application/json".parse().unwrap());
@@ -69,7 +75,7 @@ async fn chat(State(fake): State<Arc<Fake>>, headers: HeaderMap, body: Bytes) ->
 fn serve(script: Vec<Turn>) -> (String, Arc<Fake>) {
     let fake = Arc::new(Fake {
         script: Mutex::new(script.into()),
-        seen: Mutex::default(),
+        ..Fake::default()
     });
     let app = Router::new()
         .route("/v1/chat/completions", axum::routing::post(chat))
@@ -134,10 +140,13 @@ fn agent_run(env: &Env, url: &str, task: &std::path::Path, extra: &[&str]) -> Va
             task.to_str().unwrap(),
             "--proposer",
             "agent",
-            "--budget",
-            "1",
             "--json",
         ])
+        .args(if extra.contains(&"--budget") {
+            &[][..]
+        } else {
+            &["--budget", "1"][..]
+        })
         .args(extra)
         .output()
         .unwrap();
@@ -397,5 +406,52 @@ fn servers_without_tool_calling_use_search_replace_blocks() {
         tool_messages(&seen[2])
             .iter()
             .any(|m| m.contains("correctness test passes"))
+    );
+}
+
+#[test]
+fn several_conversations_run_at_once() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let slow = |mut t: Turn| {
+        t.delay = Duration::from_millis(600);
+        t
+    };
+    let (url, fake) = serve(vec![
+        slow(tool(
+            "write_file",
+            json!({ "path": "params.h", "content": "#define PAD_PERMILLE 0\n" }),
+        )),
+        slow(tool(
+            "write_file",
+            json!({ "path": "params.h", "content": "#define PAD_PERMILLE 0\n" }),
+        )),
+        tool("submit", json!({ "rationale": "no waste" })),
+        tool("submit", json!({ "rationale": "no waste either" })),
+    ]);
+    let report = agent_run(
+        &env,
+        &url,
+        &task,
+        &["--agent-concurrency", "2", "--budget", "2"],
+    );
+    assert_eq!(report["candidates"], 2, "{report}");
+    assert_eq!(
+        report["accepted"], 1,
+        "the second is the same change, against the new incumbent: {report}"
+    );
+    assert!(
+        fake.max_in_flight.load(std::sync::atomic::Ordering::SeqCst) >= 2,
+        "the two conversations did not overlap"
+    );
+    // Both were written against the same incumbent; evaluated one after the other, the second
+    // no longer changes anything.
+    let second = env.json(&["show", "2"]);
+    assert!(
+        second["reason"]
+            .as_str()
+            .unwrap()
+            .contains("change is empty"),
+        "{second}"
     );
 }
