@@ -1,13 +1,44 @@
-//! Measures `history`, `review` and `show` on a runs.db with 100,000 candidates (generated:
-//! 100 runs of 1,000 candidates, each with an evaluation and 8 samples, 5 accepted entries per
-//! run waiting for review), timing the real binary as a user runs it.
+//! Measures `history`, `review` and `show`, and the review page's main views, on a runs.db with
+//! 100,000 candidates (generated: 100 runs of 1,000 candidates, each with an evaluation and 8
+//! samples, 5 accepted entries per run waiting for review), timing the real binary as a user
+//! runs it and the page's requests as a browser makes them.
 //!
 //! cargo bench --bench history [-- CANDIDATES]   (default 100000)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use polymorph::store::Store;
-use std::process::Command;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
 use std::time::Instant;
+
+/// One GET over a fresh connection, read to the end; the body length.
+fn get(port: u16, path: &str) -> usize {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    assert!(
+        out.starts_with(b"HTTP/1.1 200"),
+        "{path}: {}",
+        String::from_utf8_lossy(&out[..out.len().min(200)])
+    );
+    out.len()
+}
+
+fn report(what: &str, mut times: Vec<f64>) {
+    times.sort_by(f64::total_cmp);
+    let n = times.len();
+    println!(
+        "{what:<36} median {:>6.1} ms (min {:.1}, max {:.1}) over {n} runs",
+        times[n / 2],
+        times[0],
+        times[n - 1]
+    );
+}
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {

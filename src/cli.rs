@@ -172,6 +172,16 @@ pub enum Command {
         #[command(subcommand)]
         action: ScheduleAction,
     },
+    /// A local review page: runs, the metric over candidates, entries with side-by-side diffs,
+    /// approve and reject buttons.
+    Serve {
+        /// Address to listen on; keep it on loopback unless the network is trusted.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: std::net::IpAddr,
+        /// Port (0 picks a free one).
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+    },
     /// Run due schedules until SIGTERM or Ctrl-C; a schedule whose task's context changed
     /// (workload, hardware, toolchain, model, harness) is due at once. One daemon per database.
     Daemon {

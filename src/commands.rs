@@ -11,7 +11,7 @@ use crate::lock::LockFile;
 use crate::optimize::{self, ProposerChoice, RunOptions, RunReport};
 use crate::schedule::{When, format_duration, parse_every};
 use crate::stats::median;
-use crate::store::{EntryRow, Store};
+use crate::store::{CandidateRow, EntryRow, Store};
 use anyhow::{Context as _, Result, bail};
 use sandbox::{CancelFlag, FileTree, Isolation, Runner};
 use serde_json::{Value, json};
@@ -137,11 +137,10 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
         } => {
             let store = Store::open(&cli.db).await?;
             let e = entry_arg(&store, &id).await?;
-            let ledger = Ledger::open_or_init(&cli.ledger)?;
             let r = crate::review::reject(
                 &store,
                 &cli.db,
-                &ledger,
+                &cli.ledger,
                 &e,
                 &crate::review::reviewer(by),
                 &reason,
@@ -179,6 +178,15 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
             json,
         } => context(&task_dir, workload.as_deref(), json),
         Command::Schedule { action } => schedule(&Store::open(&cli.db).await?, action).await,
+        Command::Serve { host, port } => {
+            crate::serve::serve(
+                cli.db.clone(),
+                cli.ledger.clone(),
+                std::net::SocketAddr::new(host, port),
+                cancel,
+            )
+            .await
+        }
         Command::Daemon { tick, once } => {
             let opts = DaemonOptions {
                 tick: parse_every(&tick).map_err(|e| anyhow::anyhow!("{e}").context("--tick"))?,
@@ -395,12 +403,13 @@ fn check(
 }
 
 /// Which runs `history` shows.
-struct HistoryFilter {
-    task: Option<String>,
-    context: Option<String>,
+#[derive(Default)]
+pub struct HistoryFilter {
+    pub task: Option<String>,
+    pub context: Option<String>,
     /// RFC 3339 UTC; runs that started at or after it.
-    since: Option<String>,
-    verdict: Option<String>,
+    pub since: Option<String>,
+    pub verdict: Option<String>,
 }
 
 /// `--since`: a date, an RFC 3339 time, or an age such as 12h or 7d; as RFC 3339 UTC.
@@ -420,12 +429,8 @@ fn parse_since(s: &str) -> Result<String> {
     bail!("--since {s:?}: give a date (2026-11-30), an RFC 3339 time, or an age (12h, 7d)")
 }
 
-async fn history(
-    store: &Store,
-    filter: &HistoryFilter,
-    plot: Option<&Path>,
-    json: bool,
-) -> Result<()> {
+/// The rows `history` shows (one JSON object per run), filtered.
+pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<Value>> {
     const VERDICTS: [&str; 4] = ["accepted", "rejected", "failed", "quarantined"];
     if let Some(v) = filter.verdict.as_deref().filter(|v| !VERDICTS.contains(v)) {
         bail!("--verdict {v:?}: expected one of {}", VERDICTS.join(", "));
@@ -461,6 +466,16 @@ async fn history(
             "message": run.message, "model_tokens": tokens, "model_requests": requests,
         }));
     }
+    Ok(rows)
+}
+
+async fn history(
+    store: &Store,
+    filter: &HistoryFilter,
+    plot: Option<&Path>,
+    json: bool,
+) -> Result<()> {
+    let rows = history_rows(store, filter).await?;
     if let Some(file) = plot {
         let ids: Vec<i64> = rows.iter().filter_map(|r| r["run"].as_i64()).collect();
         let points = store.plot_points(&ids).await?;
@@ -479,7 +494,11 @@ async fn history(
     if rows.is_empty() {
         println!(
             "no runs yet{}",
-            task.map(|t| format!(" for task {t}")).unwrap_or_default()
+            filter
+                .task
+                .as_deref()
+                .map(|t| format!(" for task {t}"))
+                .unwrap_or_default()
         );
         return Ok(());
     }
@@ -550,7 +569,7 @@ async fn entry_arg(store: &Store, id: &str) -> Result<EntryRow> {
 }
 
 async fn review(store: &Store, task: Option<&str>, json: bool) -> Result<()> {
-    let rows = store.pending(task).await?;
+    let rows = store.reviews(task, Some("pending")).await?;
     if json {
         return print_json(&rows);
     }
@@ -593,6 +612,86 @@ async fn review(store: &Store, task: Option<&str>, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// Everything `show` and the review page display about one candidate.
+pub struct ShowData {
+    pub c: CandidateRow,
+    pub entry: Option<EntryRow>,
+    /// Per case: (incumbent samples, candidate samples).
+    pub per_case: std::collections::BTreeMap<String, (Vec<f64>, Vec<f64>)>,
+    pub diff: Option<String>,
+}
+
+pub async fn show_data(
+    store: &Store,
+    ledger_path: &Path,
+    cid: i64,
+    entry: Option<EntryRow>,
+) -> Result<ShowData> {
+    let c = store
+        .candidate(cid)
+        .await?
+        .with_context(|| format!("no candidate {cid} in runs.db"))?;
+    let entry = match entry {
+        Some(e) => Some(e),
+        None => store.entry_for_candidate(cid).await?,
+    };
+    let samples = store.samples(cid).await?;
+    // An accepted entry's diff comes from the ledger, against the entry it was built on.
+    let diff = match &entry {
+        Some(e) if e.kind == "accepted" => {
+            let parent = match e.parent_entry_id {
+                Some(p) => store.entry(p).await?.map(|p| p.commit_sha),
+                None => None,
+            };
+            match parent {
+                Some(p) => Some(Ledger::open_or_init(ledger_path)?.diff(
+                    git2::Oid::from_str(&p)?,
+                    git2::Oid::from_str(&e.commit_sha)?,
+                )?),
+                None => c.diff.clone(),
+            }
+        }
+        _ => c.diff.clone(),
+    };
+    let mut per_case: std::collections::BTreeMap<String, (Vec<f64>, Vec<f64>)> = Default::default();
+    for s in &samples {
+        let slot = per_case.entry(s.case_name.clone()).or_default();
+        if s.side == "incumbent" {
+            slot.0.push(s.value)
+        } else {
+            slot.1.push(s.value)
+        }
+    }
+    Ok(ShowData {
+        c,
+        entry,
+        per_case,
+        diff,
+    })
+}
+
+pub fn show_json(d: &ShowData) -> Result<Value> {
+    let (c, entry) = (&d.c, &d.entry);
+    let cases: serde_json::Map<String, Value> = d
+        .per_case
+        .iter()
+        .map(|(k, (a, b))| (k.clone(), json!({ "incumbent": a, "candidate": b, "incumbent_median": median(a), "candidate_median": median(b) })))
+        .collect();
+    Ok(json!({
+        "candidate": c.id, "run": c.run_id, "seq": c.seq, "task": c.task, "context_id": c.context_id,
+        "proposer": c.proposer, "origin": c.origin, "note": c.note, "kind": c.kind, "payload": serde_json::from_str::<Value>(&c.payload)?,
+        "verdict": c.verdict, "reason": c.reason, "stage": c.stage,
+        "gain": c.gain, "gain_low": c.gain_low, "gain_high": c.gain_high, "confidence": c.confidence,
+        "incumbent_score": c.incumbent_score, "candidate_score": c.candidate_score, "pairs": c.pairs,
+        "bench_seconds": c.bench_seconds, "overhead_ms": c.overhead_ms, "parent_entry": c.parent_entry_id,
+        "entry": entry.as_ref().map(|e| json!({
+            "id": e.id, "commit": e.commit_sha, "branch": e.branch, "review_state": e.review_state,
+            "reviewed_by": e.reviewed_by, "reviewed_at": e.reviewed_at, "review_reason": e.review_reason,
+        })),
+        "cases": cases, "diff": d.diff, "log": c.log, "created_at": c.created_at,
+    }))
+}
+
 async fn show(store: &Store, ledger_path: &Path, id: &str, json: bool) -> Result<()> {
     let entry = resolve_entry(store, id).await?;
     let candidate_id = match (&entry, id.parse::<i64>()) {
@@ -614,60 +713,16 @@ async fn show(store: &Store, ledger_path: &Path, id: &str, json: bool) -> Result
         );
         return Ok(());
     };
-    let c = store
-        .candidate(cid)
-        .await?
-        .with_context(|| format!("no candidate {cid} in runs.db"))?;
-    let entry = match entry {
-        Some(e) => Some(e),
-        None => store.entry_for_candidate(cid).await?,
-    };
-    let samples = store.samples(cid).await?;
-    let diff = match &entry {
-        Some(e) if e.kind == "accepted" => {
-            let ledger = Ledger::open_or_init(ledger_path)?;
-            let parent = match e.parent_entry_id {
-                Some(p) => store.entry(p).await?.map(|p| p.commit_sha),
-                None => None,
-            };
-            match parent {
-                Some(p) => Some(ledger.diff(
-                    git2::Oid::from_str(&p)?,
-                    git2::Oid::from_str(&e.commit_sha)?,
-                )?),
-                None => c.diff.clone(),
-            }
-        }
-        _ => c.diff.clone(),
-    };
-    let mut per_case: std::collections::BTreeMap<String, (Vec<f64>, Vec<f64>)> = Default::default();
-    for s in &samples {
-        let slot = per_case.entry(s.case_name.clone()).or_default();
-        if s.side == "incumbent" {
-            slot.0.push(s.value)
-        } else {
-            slot.1.push(s.value)
-        }
-    }
+    let d = show_data(store, ledger_path, cid, entry).await?;
     if json {
-        let cases: serde_json::Map<String, Value> = per_case
-            .iter()
-            .map(|(k, (a, b))| (k.clone(), json!({ "incumbent": a, "candidate": b, "incumbent_median": median(a), "candidate_median": median(b) })))
-            .collect();
-        return print_json(&json!({
-            "candidate": c.id, "run": c.run_id, "seq": c.seq, "task": c.task, "context_id": c.context_id,
-            "proposer": c.proposer, "origin": c.origin, "note": c.note, "kind": c.kind, "payload": serde_json::from_str::<Value>(&c.payload)?,
-            "verdict": c.verdict, "reason": c.reason, "stage": c.stage,
-            "gain": c.gain, "gain_low": c.gain_low, "gain_high": c.gain_high, "confidence": c.confidence,
-            "incumbent_score": c.incumbent_score, "candidate_score": c.candidate_score, "pairs": c.pairs,
-            "bench_seconds": c.bench_seconds, "overhead_ms": c.overhead_ms, "parent_entry": c.parent_entry_id,
-            "entry": entry.as_ref().map(|e| json!({
-                "id": e.id, "commit": e.commit_sha, "branch": e.branch, "review_state": e.review_state,
-                "reviewed_by": e.reviewed_by, "reviewed_at": e.reviewed_at, "review_reason": e.review_reason,
-            })),
-            "cases": cases, "diff": diff, "log": c.log, "created_at": c.created_at,
-        }));
+        return print_json(&show_json(&d)?);
     }
+    let ShowData {
+        c,
+        entry,
+        per_case,
+        diff,
+    } = d;
     println!(
         "candidate {} (run {}, #{}) of {} in context {}",
         c.id, c.run_id, c.seq, c.task, c.context_id

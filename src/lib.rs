@@ -18,6 +18,7 @@ pub mod optimize;
 pub mod plot;
 pub mod review;
 pub mod schedule;
+pub mod serve;
 pub mod stats;
 pub mod store;
 pub mod task;

@@ -52,10 +52,12 @@ pub struct Rejection {
     pub branch: String,
 }
 
+/// The ledger is opened only in the synchronous steps (a git repository is not shared across
+/// threads), so the future can run on any executor thread.
 pub async fn reject(
     store: &Store,
     db: &Path,
-    ledger: &Ledger,
+    ledger_path: &Path,
     entry: &EntryRow,
     by: &str,
     reason: &str,
@@ -84,10 +86,6 @@ pub async fn reject(
         })
         .map(|e| e.id)
         .collect();
-    let head = ledger
-        .branch_head(&entry.branch)?
-        .with_context(|| format!("ledger branch {} is missing", entry.branch))?;
-    let tree = ledger.read_tree(Oid::from_str(&kept.commit_sha)?)?;
     let mut message = format!(
         "Revert e{}: {reason}\n\nrejected by {by}; restores e{} ({})\n",
         entry.id, kept.id, kept.commit_sha
@@ -101,11 +99,18 @@ pub async fn reject(
         ));
     }
     // Same order as a run: commit object, then the record, then the branch.
-    let oid = ledger.write_commit(Some(head), &tree, &message)?;
+    let oid = {
+        let ledger = Ledger::open_or_init(ledger_path)?;
+        let head = ledger
+            .branch_head(&entry.branch)?
+            .with_context(|| format!("ledger branch {} is missing", entry.branch))?;
+        let tree = ledger.read_tree(Oid::from_str(&kept.commit_sha)?)?;
+        ledger.write_commit(Some(head), &tree, &message)?
+    };
     let rejected = store
         .reject(entry, kept.id, &oid.to_string(), by, reason)
         .await?;
-    ledger.set_branch(&entry.branch, oid)?;
+    Ledger::open_or_init(ledger_path)?.set_branch(&entry.branch, oid)?;
     Ok(Rejection {
         rejected,
         restores: kept.id,

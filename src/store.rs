@@ -57,10 +57,12 @@ pub struct EntryRow {
     pub review_reason: Option<String>,
 }
 
-/// An accepted entry waiting for review, with the numbers that got it accepted.
+/// An accepted entry with its review state and the numbers that got it accepted.
 #[derive(Debug, Clone, FromRow, serde::Serialize)]
-pub struct PendingRow {
+pub struct ReviewRow {
     pub entry: i64,
+    pub review_state: String,
+    pub reviewed_by: Option<String>,
     pub task: String,
     pub context_id: String,
     pub commit_sha: String,
@@ -687,16 +689,17 @@ impl Store {
         Ok(())
     }
 
-    /// Accepted entries waiting for review, oldest first.
-    pub async fn pending(&self, task: Option<&str>) -> Result<Vec<PendingRow>> {
+    /// Accepted entries, oldest first; only those in `state` (e.g. pending) when given.
+    pub async fn reviews(&self, task: Option<&str>, state: Option<&str>) -> Result<Vec<ReviewRow>> {
         Ok(sqlx::query_as(
-            "SELECT l.id AS entry, l.task, l.context_id, l.commit_sha, l.created_at, c.id AS candidate, c.proposer, c.origin,
-                    e.reason, e.gain, e.gain_low, e.gain_high
+            "SELECT l.id AS entry, l.review_state, l.reviewed_by, l.task, l.context_id, l.commit_sha, l.created_at,
+                    c.id AS candidate, c.proposer, c.origin, e.reason, e.gain, e.gain_low, e.gain_high
              FROM ledger_entries l JOIN candidates c ON c.id = l.candidate_id JOIN evaluations e ON e.candidate_id = c.id
-             WHERE l.kind = 'accepted' AND l.review_state = 'pending' AND (?1 IS NULL OR l.task = ?1)
+             WHERE l.kind = 'accepted' AND (?1 IS NULL OR l.task = ?1) AND (?2 IS NULL OR l.review_state = ?2)
              ORDER BY l.id",
         )
         .bind(task)
+        .bind(state)
         .fetch_all(&self.pool)
         .await?)
     }
