@@ -116,13 +116,43 @@ async fn main() {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        times.sort_by(f64::total_cmp);
-        println!(
-            "polymorph {:<28} median {:>6.1} ms (min {:.1}, max {:.1}) over 5 runs",
-            args.join(" "),
-            times[2],
-            times[0],
-            times[4]
-        );
+        report(&format!("polymorph {}", args.join(" ")), times);
     }
+    let mut server = Command::new(bin)
+        .arg("--db")
+        .arg(&db)
+        .arg("--ledger")
+        .arg(dir.path().join("ledger"))
+        .args(["serve", "--port", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap();
+    for path in [
+        "/",
+        "/api/runs",
+        "/api/entries",
+        "/api/runs/50/plot.svg",
+        "/api/candidates/50000",
+    ] {
+        let times = (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                get(port, path);
+                t.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect();
+        report(&format!("page GET {path}"), times);
+    }
+    let _ = server.kill();
+    let _ = server.wait();
 }
