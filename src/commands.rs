@@ -207,6 +207,34 @@ fn runner() -> Runner {
     Runner::new(isolation)
 }
 
+/// A diff on stdout, coloured when stdout is a terminal.
+fn print_diff(diff: &str) {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        print!("{diff}");
+        return;
+    }
+    for line in diff.lines() {
+        let colour = match line.as_bytes().first() {
+            _ if line.starts_with("+++")
+                || line.starts_with("---")
+                || line.starts_with("diff ") =>
+            {
+                "1"
+            }
+            Some(b'+') => "32",
+            Some(b'-') => "31",
+            Some(b'@') => "36",
+            _ => "",
+        };
+        if colour.is_empty() {
+            println!("{line}")
+        } else {
+            println!("\x1b[{colour}m{line}\x1b[0m")
+        }
+    }
+}
+
 /// A JSON value as a table cell: strings bare, null as `null_as`.
 fn cell(v: &Value, null_as: &str) -> String {
     match v {
@@ -767,22 +795,40 @@ async fn show(store: &Store, ledger_path: &Path, id: &str, json: bool) -> Result
             println!("  review:   {} by {by} at {at}{why}", e.review_state);
         }
     }
+    if let Some(model) = &c.model {
+        println!(
+            "  model:    {model}, {} prompt + {} completion tokens",
+            c.prompt_tokens.unwrap_or(0),
+            c.completion_tokens.unwrap_or(0)
+        );
+    }
+    if let (Some(score), Some(hand)) = (
+        c.candidate_score,
+        store.run(c.run_id).await?.and_then(|r| r.hand_tuned_score),
+    ) {
+        println!(
+            "  baseline: the candidate measured {:.2}x the hand-tuned baseline's figure at the run's start",
+            score / hand
+        );
+    }
     if !per_case.is_empty() {
         println!(
-            "  {:<24}{:>14}{:>14}{:>10}",
-            "case (median)", "incumbent", "candidate", "change"
+            "  {:<24}{:>14}{:>14}  change [95% interval]",
+            "case (median)", "incumbent", "candidate"
         );
         for (k, (a, b)) in &per_case {
             let (ma, mb) = (median(a), median(b));
-            println!(
-                "  {k:<24}{ma:>14.4}{mb:>14.4}{:>10}",
-                format!("{:+.1}%", (mb / ma - 1.0) * 100.0)
-            );
+            // Samples are stored round by round, so a[i] and b[i] are one interleaved pair.
+            let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| (y / x).ln()).collect();
+            let interval = crate::stats::signed_rank_interval(&ratios, 0.95)
+                .map(|i| format!("{} [{}, {}]", pct(i.estimate), pct(i.low), pct(i.high)))
+                .unwrap_or_else(|| format!("{:+.1}%", (mb / ma - 1.0) * 100.0));
+            println!("  {k:<24}{ma:>14.4}{mb:>14.4}  {interval}");
         }
     }
     if let Some(d) = diff.filter(|d| !d.is_empty()) {
         println!();
-        print!("{d}");
+        print_diff(&d);
     }
     if let Some(log) = c.log.filter(|l| !l.is_empty()) {
         println!("\n--- output of the failing command (tail) ---\n{log}");

@@ -105,6 +105,9 @@ pub struct CandidateRow {
     pub process_seconds: f64,
     pub overhead_ms: f64,
     pub log: Option<String>,
+    pub model: Option<String>,
+    pub prompt_tokens: Option<i64>,
+    pub completion_tokens: Option<i64>,
 }
 
 #[derive(Debug, Clone, FromRow, serde::Serialize)]
@@ -503,7 +506,8 @@ impl Store {
         Ok(sqlx::query_as(
             "SELECT c.id, c.run_id, c.seq, c.task, c.context_id, c.proposer, c.origin, c.note, c.kind, c.payload, c.diff,
                     c.parent_entry_id, c.created_at, e.verdict, e.reason, e.stage, e.gain, e.gain_low, e.gain_high, e.confidence,
-                    e.incumbent_score, e.candidate_score, e.pairs, e.bench_seconds, e.process_seconds, e.overhead_ms, e.log
+                    e.incumbent_score, e.candidate_score, e.pairs, e.bench_seconds, e.process_seconds, e.overhead_ms, e.log,
+                    c.model, c.prompt_tokens, c.completion_tokens
              FROM candidates c JOIN evaluations e ON e.candidate_id = c.id WHERE c.id = ?",
         )
         .bind(id)
