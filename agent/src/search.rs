@@ -125,10 +125,14 @@ impl ParamSpace {
     }
 
     /// One or two knobs of `base` stepped to a neighbouring declared value.
+    /// One or two knobs of `base` stepped to a neighbouring declared value. A step that breaks
+    /// a constraint is repaired by also changing one other knob to a value that satisfies it, so
+    /// coupled knobs (a strategy that needs another setting) stay one move apart.
     fn local(&self, base: &Params, rng: &mut ChaCha8Rng) -> Params {
         let mut p = base.clone();
         let keys: Vec<&String> = self.values.keys().collect();
         let moves = if rng.random_bool(0.7) { 1 } else { 2 };
+        let mut moved = Vec::new();
         for _ in 0..moves {
             let key = keys[rng.random_range(0..keys.len())];
             let vals = &self.values[key];
@@ -146,8 +150,29 @@ impl ParamSpace {
                 at + 1
             };
             p.insert(key.clone(), vals[next].clone());
+            moved.push(key.clone());
         }
-        p
+        if self.invalid(&p).is_none() {
+            return p;
+        }
+        let repairs: Vec<Params> = self
+            .values
+            .iter()
+            .filter(|(k, _)| !moved.contains(k))
+            .flat_map(|(k, vals)| {
+                vals.iter().map(|v| {
+                    let mut q = p.clone();
+                    q.insert(k.clone(), v.clone());
+                    q
+                })
+            })
+            .filter(|q| self.invalid(q).is_none())
+            .collect();
+        if repairs.is_empty() {
+            p
+        } else {
+            repairs[rng.random_range(0..repairs.len())].clone()
+        }
     }
 
     fn nth(&self, mut index: usize) -> Params {
@@ -272,6 +297,21 @@ mod tests {
             out
         }
         assert_eq!(run(1).await, run(1).await);
+    }
+
+    #[test]
+    fn a_local_move_that_breaks_a_constraint_is_repaired() {
+        // A = 4 needs B = 0 (A * B != 4 forbids A = 4, B = 1).
+        let s = space();
+        let base = Params::from([
+            ("A".to_string(), Value::from(2)),
+            ("B".to_string(), Value::from(1)),
+        ]);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for _ in 0..50 {
+            let p = s.local(&base, &mut rng);
+            assert!(s.invalid(&p).is_none(), "{p:?}");
+        }
     }
 
     #[tokio::test]
