@@ -1,6 +1,10 @@
-//! Measures warm starts on matmul-c: after tuning the decode workload, how many candidates a
-//! run on the prefill workload (a new context on the same hardware) needs to reach the best a
-//! cold start reaches, compared with the cold start itself, over several search seeds.
+//! Measures warm starts on matmul-c, over several search seeds: how many candidates a run in a
+//! new context needs to reach the best a cold start reaches there, compared with the cold start.
+//! Two kinds of new context on this machine:
+//! - a new workload (prefill after decode was tuned): the neighbour's best is a different
+//!   kernel strategy, so it transfers poorly;
+//! - a new model id on the same workload (prefill tuned, then the model changes): the
+//!   neighbour's best should transfer as it is.
 //!
 //! A run "reaches" a score when one of its accepted entries measures at least 95% of it (scores
 //! from different runs are measured at different times; the margin absorbs that noise).
@@ -92,6 +96,7 @@ async fn main() {
     }
 
     let mut ratios = Vec::new();
+    let mut model_ratios = Vec::new();
     for seed in 1..=seeds {
         let cold_dir = tempfile::tempdir().unwrap();
         let store = Store::open(&cold_dir.path().join("runs.db")).await.unwrap();
@@ -139,15 +144,57 @@ async fn main() {
             ))
         );
         ratios.push(warm_n.map(|w| w as f64 / cold_n as f64));
-    }
-    let reached: Vec<f64> = ratios.iter().flatten().copied().collect();
-    println!(
-        "warm start reached the cold-start best in {} of {seeds} seeds; candidates needed, warm / cold: {}",
-        reached.len(),
-        ratios
+
+        // The same workload under a new model id, seeded from the prefill context just tuned.
+        store.pool().close().await;
+        let model_dir = tempfile::tempdir().unwrap();
+        copy_dir(cold_dir.path(), &model_dir.path().join("state"));
+        let task2 = model_dir.path().join("matmul-c");
+        copy_dir(&task, &task2);
+        let toml = std::fs::read_to_string(task2.join("task.toml"))
+            .unwrap()
+            .replace("model = \"\"", "model = \"another-model\"");
+        std::fs::write(task2.join("task.toml"), toml).unwrap();
+        let store = Store::open(&model_dir.path().join("state/runs.db"))
+            .await
+            .unwrap();
+        let moved = run(
+            &store,
+            &model_dir.path().join("state/ledger"),
+            &task2,
+            &opts(
+                warm_budget,
+                seed,
+                Some(task2.join("workloads/prefill.json")),
+                true,
+            ),
+            &runner,
+            cancel.clone(),
+        )
+        .await
+        .unwrap();
+        let moved_acc = accepted(&store, moved.run_id).await;
+        let moved_n = moved_acc
             .iter()
+            .find(|(_, s)| *s >= REACH * best)
+            .map(|(k, _)| *k);
+        println!(
+            "seed {seed}: new model id, same workload: {}",
+            moved_n.map_or("did not reach the cold best".to_string(), |n| format!(
+                "reached the cold best at candidate {n}"
+            ))
+        );
+        model_ratios.push(moved_n.map(|w| w as f64 / cold_n as f64));
+    }
+    let show = |r: &[Option<f64>]| {
+        r.iter()
             .map(|r| r.map_or("-".to_string(), |r| format!("{:.0}%", r * 100.0)))
             .collect::<Vec<_>>()
             .join(", ")
+    };
+    println!(
+        "candidates needed to reach the cold-start best, warm / cold: new workload {}; new model id {}",
+        show(&ratios),
+        show(&model_ratios)
     );
 }

@@ -4,10 +4,13 @@
 
 use crate::task::Task;
 use anyhow::{Context as _, Result};
-use sandbox::{FileTree, sha256_hex};
+use sandbox::{FileTree, RelPath, sha256_hex};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+/// The task file, whose running and measuring settings are hashed field by field.
+const TASK_FILE: &str = "task.toml";
 
 /// Hex digits of the context id: 48 bits, ample for the contexts one team ever sees.
 const ID_LEN: usize = 12;
@@ -119,12 +122,29 @@ pub fn fingerprint(
     workload: Option<&Workload>,
     path_var: &str,
 ) -> Result<Fingerprint> {
-    // The workload has its own hash: editing it is a workload change, not a harness change.
-    let harness: String = source
+    // The harness: every harness-owned file, and what task.toml says about running and
+    // measuring. The workload and the model id have their own fields, and task.toml's other
+    // lines (a description, say) do not change what a result means.
+    let toml = RelPath::new(TASK_FILE).ok();
+    let mut harness: String = source
         .iter()
-        .filter(|(p, _)| !task.is_editable(p) && Some(*p) != task.workload.as_ref())
+        .filter(|(p, _)| {
+            !task.is_editable(p) && Some(*p) != task.workload.as_ref() && Some(*p) != toml.as_ref()
+        })
         .map(|(p, b)| format!("{p}\0{}\n", sha256_hex(b)))
         .collect();
+    let c = &task.commands;
+    let m = &task.metric;
+    harness.push_str(&format!(
+        "commands\0{:?}\0{}\0{}\0{}\0{:?}\nmetric\0{}\0{}\n",
+        c.build,
+        c.test,
+        c.bench,
+        c.timeout.as_secs(),
+        c.env,
+        m.name,
+        m.direction.as_str()
+    ));
     let (label, sha) = match workload {
         Some(w) => {
             let bytes = std::fs::read(&w.path)

@@ -42,6 +42,31 @@ fn context_names_what_went_into_it_and_moves_with_the_workload() {
         id,
         "stable"
     );
+    // task.toml's description is not part of the context; how the bench runs is.
+    let toml = task.join("task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        text.replace(
+            "description = \"LCG chain with tunable wasted work\"",
+            "description = \"reworded\"",
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        env.json(&["context", task.to_str().unwrap()])["context_id"],
+        id
+    );
+    std::fs::write(
+        &toml,
+        text.replace("bench = \"./bench\"", "bench = \"./bench --quiet\""),
+    )
+    .unwrap();
+    assert_ne!(
+        env.json(&["context", task.to_str().unwrap()])["context_id"],
+        id
+    );
+    std::fs::write(&toml, &text).unwrap();
     edit_workload(&task, 1);
     assert_ne!(
         env.json(&["context", task.to_str().unwrap()])["context_id"],
