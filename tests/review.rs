@@ -10,28 +10,6 @@ use common::Env;
 use predicates::str::contains;
 use serde_json::{Value, json};
 
-/// A run on spin whose replay accepts three entries in a row, each a clear gain
-/// (wasted work 80% -> 40% -> 15% -> 0).
-fn three_entries(env: &Env) -> std::path::PathBuf {
-    let task = env.task("spin");
-    std::fs::write(task.join("params.h"), "#define PAD_PERMILLE 800\n").unwrap();
-    let lines: Vec<String> = [400, 150, 0]
-        .iter()
-        .map(|p| {
-            json!({ "files": { "params.h": format!("#define PAD_PERMILLE {p}\n") } }).to_string()
-        })
-        .collect();
-    let replay = env.write("three.jsonl", &(lines.join("\n") + "\n"));
-    let report = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--proposer",
-        &format!("replay:{}", replay.display()),
-    ]);
-    assert_eq!(report["accepted"], 3, "{report}");
-    task
-}
-
 fn git_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new("git")
         .current_dir(dir)
@@ -44,7 +22,7 @@ fn git_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
 #[test]
 fn review_approve_reject_and_the_next_run() {
     let env = Env::new();
-    let task = three_entries(&env);
+    let task = env.accepted_entries(&[400, 150, 0]);
     let pending = env.json(&["review"]);
     let ids: Vec<i64> = pending
         .as_array()
@@ -162,7 +140,7 @@ fn review_approve_reject_and_the_next_run() {
 #[test]
 fn export_makes_a_patch_git_accepts() {
     let env = Env::new();
-    let task = three_entries(&env);
+    let task = env.accepted_entries(&[400, 150, 0]);
     let patch_path = env.path().join("e4.patch");
     env.cmd()
         .args(["export", "e4", "-o", patch_path.to_str().unwrap()])
@@ -241,7 +219,7 @@ fn export_makes_a_patch_git_accepts() {
 #[test]
 fn history_filters_and_query_views_answer_the_common_questions() {
     let env = Env::new();
-    three_entries(&env);
+    env.accepted_entries(&[400, 150, 0]);
     let ctx = env.json(&["history"])[0]["context_id"]
         .as_str()
         .unwrap()

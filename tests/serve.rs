@@ -13,26 +13,6 @@ use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-/// A spin run with two accepted entries to review.
-fn ledger_with_entries(env: &Env) {
-    let task = env.task("spin");
-    std::fs::write(task.join("params.h"), "#define PAD_PERMILLE 800\n").unwrap();
-    let lines: Vec<String> = [300, 0]
-        .iter()
-        .map(|p| {
-            json!({ "files": { "params.h": format!("#define PAD_PERMILLE {p}\n") } }).to_string()
-        })
-        .collect();
-    let replay = env.write("r.jsonl", &(lines.join("\n") + "\n"));
-    let report = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--proposer",
-        &format!("replay:{}", replay.display()),
-    ]);
-    assert_eq!(report["accepted"], 2, "{report}");
-}
-
 struct Server {
     child: Child,
     port: u16,
@@ -159,7 +139,7 @@ fn state_of(env: &Env, entry: i64) -> String {
 #[test]
 fn state_changes_need_the_page_token_and_the_same_origin() {
     let env = Env::new();
-    ledger_with_entries(&env);
+    env.accepted_entries(&[300, 0]);
     let server = serve(&env);
     let (status, page) = http(server.port, "GET", "/", &[], None);
     assert_eq!(status, 200);
@@ -380,7 +360,7 @@ fn the_page_in_headless_chromium_lists_entries_renders_a_diff_and_approves() {
         return;
     };
     let env = Env::new();
-    ledger_with_entries(&env);
+    env.accepted_entries(&[300, 0]);
     let server = serve(&env);
     browser.call(
         "POST",

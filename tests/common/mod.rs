@@ -111,6 +111,30 @@ impl Env {
             .unwrap()
     }
 
+    /// A spin run whose replay makes each step in `pads` an accepted entry: the wasted work starts
+    /// at 80% and each step is a clear gain (e.g. [400, 150, 0]). Returns the task directory.
+    pub fn accepted_entries(&self, pads: &[u32]) -> PathBuf {
+        let task = self.task("spin");
+        std::fs::write(task.join("params.h"), "#define PAD_PERMILLE 800\n").unwrap();
+        let lines: Vec<String> = pads
+            .iter()
+            .map(|p| serde_json::json!({ "files": { "params.h": format!("#define PAD_PERMILLE {p}\n") } }).to_string())
+            .collect();
+        let replay = self.write("steps.jsonl", &(lines.join("\n") + "\n"));
+        let report = self.json(&[
+            "run",
+            task.to_str().unwrap(),
+            "--proposer",
+            &format!("replay:{}", replay.display()),
+        ]);
+        assert_eq!(
+            report["accepted"].as_u64(),
+            Some(pads.len() as u64),
+            "{report}"
+        );
+        task
+    }
+
     /// `git` on the ledger, as a person would run it.
     pub fn git(&self, args: &[&str]) -> String {
         let out = std::process::Command::new("git")
