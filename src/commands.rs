@@ -764,6 +764,9 @@ async fn show(store: &Store, ledger_path: &Path, id: &str, json: bool) -> Result
             .map(|n| format!(": {n}"))
             .unwrap_or_default()
     );
+    if let Some(parent) = c.parent_entry_id {
+        println!("  parent:   e{parent} (the incumbent it was measured against)");
+    }
     println!("  verdict:  {} at {}: {}", c.verdict, c.stage, c.reason);
     if let (Some(g), Some(l), Some(h)) = (c.gain, c.gain_low, c.gain_high) {
         println!(
