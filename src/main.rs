@@ -23,6 +23,12 @@ fn init_logging(default: &str) {
 }
 
 fn main() -> ExitCode {
+    // Like other Unix tools, stop quietly when the reader of stdout goes away (`| head`)
+    // instead of panicking on a broken pipe.
+    // SAFETY: restoring the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     // The daemon's log is its output: say what it runs and why unless told otherwise.
     init_logging(
