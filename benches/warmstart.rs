@@ -34,6 +34,36 @@ fn opts(budget: usize, seed: u64, workload: Option<PathBuf>, warm: bool) -> RunO
     }
 }
 
+/// Runs a task with its state (runs.db, ledger) in `state`; (seq, score) of every accepted
+/// candidate of that run, in order.
+async fn tune(
+    state: &Path,
+    task: &Path,
+    opts: &RunOptions,
+    runner: &Runner,
+    cancel: &Arc<AtomicBool>,
+) -> Vec<(i64, f64)> {
+    let store = Store::open(&state.join("runs.db")).await.unwrap();
+    let report = run(
+        &store,
+        &state.join("ledger"),
+        task,
+        opts,
+        runner,
+        cancel.clone(),
+    )
+    .await
+    .unwrap();
+    let found = accepted(&store, report.run_id).await;
+    store.pool().close().await;
+    found
+}
+
+/// The first candidate of `acc` whose score reaches `target`.
+fn reached(acc: &[(i64, f64)], target: f64) -> Option<i64> {
+    acc.iter().find(|(_, s)| *s >= target).map(|(k, _)| *k)
+}
+
 /// (seq, score) of every accepted candidate of a run, in order.
 async fn accepted(store: &Store, run_id: i64) -> Vec<(i64, f64)> {
     let (_, rows) = store
@@ -79,63 +109,44 @@ async fn main() {
 
     // The neighbour: decode tuned once.
     let base = tempfile::tempdir().unwrap();
-    {
-        let store = Store::open(&base.path().join("runs.db")).await.unwrap();
-        let r = run(
-            &store,
-            &base.path().join("ledger"),
-            &task,
-            &opts(cold_budget, 1, None, false),
-            &runner,
-            cancel.clone(),
-        )
-        .await
-        .unwrap();
-        eprintln!("decode tuned: {} accepted of {}", r.accepted, r.candidates);
-        store.pool().close().await;
-    }
+    let decode = tune(
+        base.path(),
+        &task,
+        &opts(cold_budget, 1, None, false),
+        &runner,
+        &cancel,
+    )
+    .await;
+    eprintln!("decode tuned: {} accepted", decode.len());
 
     let mut ratios = Vec::new();
     let mut model_ratios = Vec::new();
     for seed in 1..=seeds {
         let cold_dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&cold_dir.path().join("runs.db")).await.unwrap();
-        let cold = run(
-            &store,
-            &cold_dir.path().join("ledger"),
+        let cold_acc = tune(
+            cold_dir.path(),
             &task,
             &opts(cold_budget, seed, prefill.clone(), false),
             &runner,
-            cancel.clone(),
+            &cancel,
         )
-        .await
-        .unwrap();
-        let cold_acc = accepted(&store, cold.run_id).await;
+        .await;
         let best = cold_acc.iter().map(|(_, s)| *s).fold(f64::NAN, f64::max);
-        let cold_n = cold_acc
-            .iter()
-            .find(|(_, s)| *s >= REACH * best)
-            .map(|(k, _)| *k)
-            .unwrap_or(cold_budget as i64);
+        let target = REACH * best;
+        let cold_n = reached(&cold_acc, target).unwrap_or(cold_budget as i64);
 
+        // A new workload: prefill, seeded from the decode context.
         let warm_dir = tempfile::tempdir().unwrap();
         copy_dir(base.path(), warm_dir.path());
-        let store = Store::open(&warm_dir.path().join("runs.db")).await.unwrap();
-        let warm = run(
-            &store,
-            &warm_dir.path().join("ledger"),
+        let warm_acc = tune(
+            warm_dir.path(),
             &task,
             &opts(warm_budget, seed, prefill.clone(), true),
             &runner,
-            cancel.clone(),
+            &cancel,
         )
-        .await
-        .unwrap();
-        let warm_acc = accepted(&store, warm.run_id).await;
-        let warm_n = warm_acc
-            .iter()
-            .find(|(_, s)| *s >= REACH * best)
-            .map(|(k, _)| *k);
+        .await;
+        let warm_n = reached(&warm_acc, target);
         let warm_best = warm_acc.iter().map(|(_, s)| *s).fold(f64::NAN, f64::max);
         println!(
             "seed {seed}: cold best {best:.2} GFLOP/s reached at candidate {cold_n} of {cold_budget}; warm start {} (best {warm_best:.2} within {warm_budget})",
@@ -146,7 +157,6 @@ async fn main() {
         ratios.push(warm_n.map(|w| w as f64 / cold_n as f64));
 
         // The same workload under a new model id, seeded from the prefill context just tuned.
-        store.pool().close().await;
         let model_dir = tempfile::tempdir().unwrap();
         copy_dir(cold_dir.path(), &model_dir.path().join("state"));
         let task2 = model_dir.path().join("matmul-c");
@@ -155,29 +165,16 @@ async fn main() {
             .unwrap()
             .replace("model = \"\"", "model = \"another-model\"");
         std::fs::write(task2.join("task.toml"), toml).unwrap();
-        let store = Store::open(&model_dir.path().join("state/runs.db"))
-            .await
-            .unwrap();
-        let moved = run(
-            &store,
-            &model_dir.path().join("state/ledger"),
+        let workload = Some(task2.join("workloads/prefill.json"));
+        let moved_acc = tune(
+            &model_dir.path().join("state"),
             &task2,
-            &opts(
-                warm_budget,
-                seed,
-                Some(task2.join("workloads/prefill.json")),
-                true,
-            ),
+            &opts(warm_budget, seed, workload, true),
             &runner,
-            cancel.clone(),
+            &cancel,
         )
-        .await
-        .unwrap();
-        let moved_acc = accepted(&store, moved.run_id).await;
-        let moved_n = moved_acc
-            .iter()
-            .find(|(_, s)| *s >= REACH * best)
-            .map(|(k, _)| *k);
+        .await;
+        let moved_n = reached(&moved_acc, target);
         println!(
             "seed {seed}: new model id, same workload: {}",
             moved_n.map_or("did not reach the cold best".to_string(), |n| format!(

@@ -231,7 +231,7 @@ impl<'a> Harness<'a> {
         t
     }
 
-    fn run(&mut self, script: &str, dir: &Path) -> Result<Outcome, Failure> {
+    fn run(&mut self, script: &str, dir: &Path, stage: Stage) -> Result<Outcome, Failure> {
         let mut env = self.base_env.clone();
         env.push(("HOME".into(), dir.display().to_string()));
         env.push(("TMPDIR".into(), "/tmp".into()));
@@ -254,7 +254,7 @@ impl<'a> Harness<'a> {
         let outcome = self
             .runner
             .run(&spec, &self.cancel)
-            .map_err(|e| Failure::new(Stage::Build, format!("could not run `{script}`: {e}")))?;
+            .map_err(|e| Failure::new(stage, format!("could not run `{script}`: {e}")))?;
         self.process_time += outcome.wall;
         tracing::debug!(script, dir = %dir.display(), exit = ?outcome.exit, wall_ms = outcome.wall.as_millis() as u64, "command finished");
         Ok(outcome)
@@ -293,7 +293,7 @@ impl<'a> Harness<'a> {
         }
         if let Some(build) = self.task.commands.build.clone() {
             self.check_harness(ws.path(), Stage::Build)?;
-            let out = self.run(&build, ws.path())?;
+            let out = self.run(&build, ws.path(), Stage::Build)?;
             if !out.success() {
                 return Err(self.command_failure(Stage::Build, "build failed", &out));
             }
@@ -305,7 +305,7 @@ impl<'a> Harness<'a> {
     fn test(&mut self, dir: &Path, stage: Stage) -> Result<(), Failure> {
         self.check_harness(dir, stage)?;
         let test = self.task.commands.test.clone();
-        let out = self.run(&test, dir)?;
+        let out = self.run(&test, dir, stage)?;
         if !out.success() {
             let what = if stage == Stage::Retest {
                 "incorrect after benchmarking"
@@ -343,7 +343,7 @@ impl<'a> Harness<'a> {
             )
         })?;
         let bench = self.task.commands.bench.clone();
-        let result = self.run(&bench, built.ws.path());
+        let result = self.run(&bench, built.ws.path(), Stage::Bench);
         let _ = lock.unlock();
         let out = result?;
         self.bench_time += out.wall;

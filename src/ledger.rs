@@ -128,18 +128,6 @@ impl Ledger {
         self.repo.find_commit(oid).is_ok()
     }
 
-    /// Every local branch with its head, for consistency checks.
-    pub fn branches(&self) -> Result<Vec<(String, Oid)>> {
-        let mut out = Vec::new();
-        for b in self.repo.branches(Some(git2::BranchType::Local))? {
-            let (b, _) = b?;
-            if let (Some(name), Some(oid)) = (b.name()?, b.get().target()) {
-                out.push((name.to_string(), oid));
-            }
-        }
-        Ok(out)
-    }
-
     /// The files of a commit.
     pub fn read_tree(&self, oid: Oid) -> Result<FileTree> {
         let commit = self

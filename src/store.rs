@@ -789,15 +789,6 @@ impl Store {
         })
     }
 
-    /// Every commit runs.db knows on a branch: entries and reverts.
-    pub async fn known_commits(&self) -> Result<Vec<String>> {
-        Ok(sqlx::query_scalar(
-            "SELECT commit_sha FROM ledger_entries UNION SELECT commit_sha FROM reverts",
-        )
-        .fetch_all(&self.pool)
-        .await?)
-    }
-
     /// Runs one read-only statement on a separate read-only connection; rows as JSON objects.
     pub async fn query_readonly(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value>>)> {
         let opts = SqliteConnectOptions::new()

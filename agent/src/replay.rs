@@ -74,14 +74,6 @@ impl ReplayProposer {
         Ok(ReplayProposer { items, next: 0 })
     }
 
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-
     /// Skips the first `n` candidates (already evaluated by an interrupted run being resumed).
     pub fn skip(&mut self, n: usize) {
         self.next = self.next.saturating_add(n).min(self.items.len());
@@ -109,7 +101,6 @@ mod tests {
     async fn reads_each_kind_and_reports_bad_lines() {
         let ok = "{\"diff\": \"--- a\"}\n\n{\"files\": {\"k.c\": \"x\"}, \"note\": \"n\"}\n{\"params\": {\"T\": 4}}\n";
         let mut r = ReplayProposer::parse("c.jsonl", ok).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(r.len(), 3);
         r.skip(1);
         let p = r.next(&ProposalContext::default()).await.ok().flatten();
         assert_eq!(

@@ -176,14 +176,6 @@ impl Manifest {
         Manifest { hashes }
     }
 
-    pub fn len(&self) -> usize {
-        self.hashes.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.hashes.is_empty()
-    }
-
     /// Checks that every harness-owned file under `dir` is a regular file with its expected hash.
     pub fn verify(&self, dir: &Path) -> Result<(), SandboxError> {
         for (path, want) in &self.hashes {
