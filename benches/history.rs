@@ -6,7 +6,9 @@
 //! cargo bench --bench history [-- CANDIDATES]   (default 100000)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use polymorph::store::Store;
+use polymorph::measure::{Interval, SampleSide, Verdict};
+use polymorph::record::store::{NewEntry, NewEvaluation, NewSample};
+use polymorph::record::{ChangeKind, ProposerKind, RunProposer, RunStatus, Stage, Store};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -27,6 +29,55 @@ fn get(port: u16, path: &str) -> usize {
         String::from_utf8_lossy(&out[..out.len().min(200)])
     );
     out.len()
+}
+
+/// The k-th generated candidate of a run: a parameter assignment judged +5% [+3, +7], with
+/// four pairs of one-case samples.
+fn generated(run: i64, k: i64, verdict: Verdict) -> NewEvaluation {
+    let samples = (0..8)
+        .map(|s| NewSample {
+            round: s / 2,
+            side: if s % 2 == 0 {
+                SampleSide::Incumbent
+            } else {
+                SampleSide::Candidate
+            },
+            case: "c".into(),
+            value: 1.0,
+        })
+        .collect();
+    NewEvaluation {
+        run_id: run,
+        seq: k,
+        task: "gen".into(),
+        context_id: "ctx000000000".into(),
+        proposer: ProposerKind::Search,
+        origin: "search(local)".into(),
+        note: None,
+        kind: ChangeKind::Params,
+        payload: "{}".into(),
+        params_key: Some(format!("{{\"K\":{run}.{k}}}")),
+        diff: Some("--- a/p.h\n+++ b/p.h\n".into()),
+        parent_entry_id: None,
+        verdict,
+        reason: "generated".into(),
+        stage: Stage::Judge,
+        gain: Some(Interval {
+            estimate: 0.05,
+            low: 0.03,
+            high: 0.07,
+            confidence: 0.95,
+        }),
+        incumbent_score: None,
+        candidate_score: None,
+        pairs: 4,
+        bench_seconds: 0.0,
+        process_seconds: 0.0,
+        overhead_ms: 0.0,
+        log: None,
+        samples,
+        usage: None,
+    }
 }
 
 fn report(what: &str, mut times: Vec<f64>) {
@@ -52,42 +103,55 @@ async fn main() {
     let db = dir.path().join("runs.db");
     let store = Store::open(&db).await.unwrap();
     let started = Instant::now();
-    let mut tx = store.pool().begin().await.unwrap();
-    let now = "2026-11-30T00:00:00Z";
-    sqlx::query("INSERT INTO contexts (task, id, fingerprint, created_at) VALUES ('gen', 'ctx000000000', '{}', ?)").bind(now).execute(&mut *tx).await.unwrap();
-    let mut entry_id = 0i64;
-    for r in 1..=runs {
-        sqlx::query("INSERT INTO runs (id, task, task_dir, context_id, proposer, budget, seed, status, started_at) VALUES (?, 'gen', '/x', 'ctx000000000', 'search', ?, 1, 'finished', ?)")
-            .bind(r).bind(per_run).bind(now).execute(&mut *tx).await.unwrap();
+    store
+        .upsert_context("gen", "ctx000000000", "{}")
+        .await
+        .unwrap();
+    let mut entries = 0i64;
+    for _ in 1..=runs {
+        let run = store
+            .create_run(
+                "gen",
+                "/x",
+                "ctx000000000",
+                &RunProposer::Search,
+                per_run,
+                1,
+            )
+            .await
+            .unwrap();
+        let mut tx = store.begin().await.unwrap();
         for k in 1..=per_run {
-            let id = (r - 1) * per_run + k;
-            sqlx::query("INSERT INTO candidates (id, run_id, seq, task, context_id, proposer, origin, kind, payload, params_key, diff, created_at) VALUES (?, ?, ?, 'gen', 'ctx000000000', 'search', 'search(local)', 'params', '{}', ?, '--- a/p.h\n+++ b/p.h\n', ?)")
-                .bind(id).bind(r).bind(k).bind(format!("{{\"K\":{id}}}")).bind(now).execute(&mut *tx).await.unwrap();
             let accepted = k % (per_run / 5).max(1) == 0;
             let verdict = if accepted {
-                "accepted"
+                Verdict::Accepted
             } else if k % 3 == 0 {
-                "failed"
+                Verdict::Failed
             } else {
-                "rejected"
+                Verdict::Rejected
             };
-            sqlx::query("INSERT INTO evaluations (candidate_id, verdict, reason, stage, gain, gain_low, gain_high, pairs, created_at) VALUES (?, ?, 'generated', 'judge', 0.05, 0.03, 0.07, 6, ?)")
-                .bind(id).bind(verdict).bind(now).execute(&mut *tx).await.unwrap();
-            for s in 0..8 {
-                sqlx::query("INSERT INTO samples (candidate_id, round, side, case_name, value) VALUES (?, ?, ?, 'c', 1.0)")
-                    .bind(id).bind(s / 2).bind(if s % 2 == 0 { "incumbent" } else { "candidate" }).execute(&mut *tx).await.unwrap();
-            }
-            if accepted {
-                entry_id += 1;
-                sqlx::query("INSERT INTO ledger_entries (id, kind, candidate_id, task, context_id, branch, commit_sha, score, created_at) VALUES (?, 'accepted', ?, 'gen', 'ctx000000000', 'gen/ctx000000000', ?, 1.0, ?)")
-                    .bind(entry_id).bind(id).bind(format!("{entry_id:040x}")).bind(now).execute(&mut *tx).await.unwrap();
-            }
+            let entry = accepted.then(|| {
+                entries += 1;
+                NewEntry {
+                    branch: "gen/ctx000000000".into(),
+                    commit_sha: format!("{entries:040x}"),
+                    score: Some(1.0),
+                    params: None,
+                }
+            });
+            tx.record(&generated(run, k, verdict), entry.as_ref())
+                .await
+                .unwrap();
         }
+        tx.commit().await.unwrap();
+        store
+            .finish_run(run, RunStatus::Finished, None)
+            .await
+            .unwrap();
     }
-    tx.commit().await.unwrap();
-    store.pool().close().await;
+    store.close().await;
     println!(
-        "generated {total} candidates ({entry_id} pending entries) in {:.1}s",
+        "generated {total} candidates ({entries} pending entries) in {:.1}s",
         started.elapsed().as_secs_f64()
     );
     let bin = env!("CARGO_BIN_EXE_polymorph");

@@ -10,8 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use agent::{Proposal, ProposedChange};
-use polymorph::evaluate::{Built, Harness};
-use polymorph::judge::{Judge, Verdict};
+use polymorph::engine::{Built, Harness};
+use polymorph::measure::{Judge, Verdict};
 use polymorph::task::Task;
 use sandbox::{FileTree, Isolation, RelPath, Runner};
 use std::collections::BTreeMap;

@@ -5,8 +5,8 @@
 //! cargo bench --bench overhead [-- BUDGET]   (default 20 candidates)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use polymorph::optimize::{ProposerChoice, RunOptions, run};
-use polymorph::store::Store;
+use polymorph::engine::{RunOptions, run};
+use polymorph::record::{ProposerChoice, RunProposer, Store};
 use sandbox::{Isolation, Runner};
 use std::path::Path;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ async fn main() {
     ));
     let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("tasks/matmul-c");
     let opts = RunOptions {
-        proposer: ProposerChoice::Search,
+        proposer: ProposerChoice::Given(RunProposer::Search),
         budget,
         seed: Some(5),
         workload: None,

@@ -12,8 +12,8 @@
 //! cargo bench --bench warmstart [-- SEEDS [COLD_BUDGET]]   (default 3 seeds, 30 candidates)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use polymorph::optimize::{ProposerChoice, RunOptions, run};
-use polymorph::store::Store;
+use polymorph::engine::{RunOptions, run};
+use polymorph::record::{ProposerChoice, RunProposer, Store};
 use sandbox::{Isolation, Runner};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,7 +24,7 @@ const REACH: f64 = 0.95;
 
 fn opts(budget: usize, seed: u64, workload: Option<PathBuf>, warm: bool) -> RunOptions {
     RunOptions {
-        proposer: ProposerChoice::Search,
+        proposer: ProposerChoice::Given(RunProposer::Search),
         budget,
         seed: Some(seed),
         workload,
@@ -55,7 +55,7 @@ async fn tune(
     .await
     .unwrap();
     let found = accepted(&store, report.run_id).await;
-    store.pool().close().await;
+    store.close().await;
     found
 }
 

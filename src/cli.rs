@@ -1,6 +1,8 @@
 //! The command line: clap types only. Doc comments are the help text.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use polymorph::measure::Verdict;
+use polymorph::record::ProposerChoice;
 use std::path::PathBuf;
 
 /// Environment variable naming the default runs.db.
@@ -30,143 +32,27 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Optimize a task: propose, verify, benchmark and commit verified improvements.
-    Run {
-        /// Directory holding task.toml.
-        task_dir: PathBuf,
-        /// auto (search when the task has [params]), search, agent, or replay:FILE (JSON Lines).
-        #[arg(long, default_value = "auto")]
-        proposer: String,
-        /// Candidates to evaluate in this run.
-        #[arg(long, default_value_t = 40)]
-        budget: usize,
-        /// Seed for the search proposer (random when omitted; recorded in runs.db).
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Use this workload file instead of the task's [context] workload.
-        #[arg(long)]
-        workload: Option<PathBuf>,
-        /// In a context never tuned, do not start from the bests of neighbouring contexts.
-        #[arg(long)]
-        no_warm_start: bool,
-        /// The agent's model (default: POLYMORPH_MODEL). The endpoint comes from
-        /// OPENAI_BASE_URL and the key from OPENAI_API_KEY, never from a flag.
-        #[arg(long)]
-        model: Option<String>,
-        /// tools (OpenAI tool calling) or text (SEARCH/REPLACE blocks, for servers without tools).
-        #[arg(long, default_value = "tools")]
-        agent_protocol: String,
-        /// Seconds before a model request is abandoned and retried.
-        #[arg(long, default_value_t = 120)]
-        request_timeout: u64,
-        /// Model tokens (prompt + completion) the agent may spend in this run.
-        #[arg(long, default_value_t = 2_000_000)]
-        token_budget: u64,
-        /// Agent conversations in flight at once (benchmarks still run one at a time).
-        #[arg(long, default_value_t = 1)]
-        agent_concurrency: usize,
-        /// Print the result as JSON on stdout.
-        #[arg(long)]
-        json: bool,
-    },
+    Run(RunArgs),
     /// Validate a task, then build, test and benchmark its starting source and its hand-tuned
     /// baseline side by side.
-    Check {
-        task_dir: PathBuf,
-        /// Interleaved benchmark rounds per tree.
-        #[arg(long, default_value_t = 3)]
-        rounds: usize,
-        /// Also measure this ledger entry (e.g. e7, or a commit prefix), its editable files on
-        /// this task; repeat to compare several, e.g. the bests of two workloads.
-        #[arg(long = "entry")]
-        entries: Vec<String>,
-        #[arg(long)]
-        workload: Option<PathBuf>,
-        #[arg(long)]
-        json: bool,
-    },
+    Check(CheckArgs),
     /// Runs and their outcomes.
-    History {
-        /// Only runs of this task (its name).
-        #[arg(long)]
-        task: Option<String>,
-        /// Only runs in this context.
-        #[arg(long)]
-        context: Option<String>,
-        /// Only runs started since: a date (2026-11-30, or RFC 3339) or an age (12h, 7d).
-        #[arg(long)]
-        since: Option<String>,
-        /// Only runs with at least one candidate of this verdict (accepted, rejected, failed, quarantined).
-        #[arg(long)]
-        verdict: Option<String>,
-        /// Also draw the shown runs' best-so-far curve and every candidate's gain into this SVG file.
-        #[arg(long)]
-        plot: Option<PathBuf>,
-        #[arg(long)]
-        json: bool,
-    },
+    History(HistoryArgs),
     /// One candidate (a number), ledger entry (e12) or commit (hex prefix): diff, samples, verdict.
-    Show {
-        id: String,
-        #[arg(long)]
-        json: bool,
-    },
+    Show(ShowArgs),
     /// Accepted entries waiting for review, oldest first.
-    Review {
-        /// Only entries of this task (its name).
-        #[arg(long)]
-        task: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
+    Review(ReviewArgs),
     /// Approve a ledger entry (e.g. e7) after reading its diff and numbers.
-    Approve {
-        id: String,
-        /// Who approves (default: $USER).
-        #[arg(long)]
-        by: Option<String>,
-        #[arg(long)]
-        note: Option<String>,
-    },
+    Approve(ApproveArgs),
     /// Reject a ledger entry: a revert commit restores the best entry left on its branch, and
     /// every later entry of the branch (built on this one) is rejected with it.
-    Reject {
-        id: String,
-        #[arg(long)]
-        reason: String,
-        /// Who rejects (default: $USER).
-        #[arg(long)]
-        by: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
+    Reject(RejectArgs),
     /// An entry as a patch against the task as given, for `git am` or `git apply`.
-    Export {
-        id: String,
-        /// Write the patch here instead of stdout.
-        #[arg(long, short)]
-        output: Option<PathBuf>,
-    },
+    Export(ExportArgs),
     /// The current best entry of a task for a context: what a deployment should use.
-    Best {
-        /// A task directory (its current context is used) or a task name.
-        task: String,
-        /// A context id (see `history`); defaults to the task's current context.
-        #[arg(long)]
-        context: Option<String>,
-        /// Write the best entry's whole tree into this directory (new or empty).
-        #[arg(long)]
-        emit: Option<PathBuf>,
-        #[arg(long)]
-        json: bool,
-    },
+    Best(BestArgs),
     /// The task's context on this machine now: its id and what went into it.
-    Context {
-        task_dir: PathBuf,
-        #[arg(long)]
-        workload: Option<PathBuf>,
-        #[arg(long)]
-        json: bool,
-    },
+    Context(ContextArgs),
     /// Scheduled runs, executed by `polymorph daemon`.
     Schedule {
         #[command(subcommand)]
@@ -174,33 +60,188 @@ pub enum Command {
     },
     /// A local review page: runs, the metric over candidates, entries with side-by-side diffs,
     /// approve and reject buttons.
-    Serve {
-        /// Address to listen on; keep it on loopback unless the network is trusted.
-        #[arg(long, default_value = "127.0.0.1")]
-        host: std::net::IpAddr,
-        /// Port (0 picks a free one).
-        #[arg(long, default_value_t = 8080)]
-        port: u16,
-    },
+    Serve(ServeArgs),
     /// Run due schedules until SIGTERM or Ctrl-C; a schedule whose task's context changed
     /// (workload, hardware, toolchain, model, harness) is due at once. One daemon per database.
-    Daemon {
-        /// How often to look at the schedules, e.g. 60s or 5m.
-        #[arg(long, default_value = "60s")]
-        tick: String,
-        /// Look once, run what is due, and exit.
-        #[arg(long)]
-        once: bool,
-    },
+    Daemon(DaemonArgs),
     /// Read-only SQL over runs.db (see README for the schema); writes are refused.
-    Query {
-        sql: String,
-        #[arg(long)]
-        json: bool,
-    },
+    Query(QueryArgs),
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Directory holding task.toml.
+    pub task_dir: PathBuf,
+    /// auto (search when the task has [params]), search, agent, or replay:FILE (JSON Lines).
+    #[arg(long, default_value = "auto")]
+    pub proposer: ProposerChoice,
+    /// Candidates to evaluate in this run.
+    #[arg(long, default_value_t = 40)]
+    pub budget: usize,
+    /// Seed for the search proposer (random when omitted; recorded in runs.db).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Use this workload file instead of the task's [context] workload.
+    #[arg(long)]
+    pub workload: Option<PathBuf>,
+    /// In a context never tuned, do not start from the bests of neighbouring contexts.
+    #[arg(long)]
+    pub no_warm_start: bool,
+    /// The agent's model (default: POLYMORPH_MODEL). The endpoint comes from
+    /// OPENAI_BASE_URL and the key from OPENAI_API_KEY, never from a flag.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// tools (OpenAI tool calling) or text (SEARCH/REPLACE blocks, for servers without tools).
+    #[arg(long, default_value = "tools")]
+    pub agent_protocol: String,
+    /// Seconds before a model request is abandoned and retried.
+    #[arg(long, default_value_t = 120)]
+    pub request_timeout: u64,
+    /// Model tokens (prompt + completion) the agent may spend in this run.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub token_budget: u64,
+    /// Agent conversations in flight at once (benchmarks still run one at a time).
+    #[arg(long, default_value_t = 1)]
+    pub agent_concurrency: usize,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    pub task_dir: PathBuf,
+    /// Interleaved benchmark rounds per tree.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Also measure this ledger entry (e.g. e7, or a commit prefix), its editable files on
+    /// this task; repeat to compare several, e.g. the bests of two workloads.
+    #[arg(long = "entry")]
+    pub entries: Vec<String>,
+    #[arg(long)]
+    pub workload: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// Only runs of this task (its name).
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Only runs in this context.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Only runs started since: a date (2026-11-30, or RFC 3339) or an age (12h, 7d).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only runs with at least one candidate of this verdict (accepted, rejected, failed, quarantined).
+    #[arg(long)]
+    pub verdict: Option<Verdict>,
+    /// Also draw the shown runs' best-so-far curve and every candidate's gain into this SVG file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ShowArgs {
+    pub id: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReviewArgs {
+    /// Only entries of this task (its name).
+    #[arg(long)]
+    pub task: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ApproveArgs {
+    pub id: String,
+    /// Who approves (default: $USER).
+    #[arg(long)]
+    pub by: Option<String>,
+    #[arg(long)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RejectArgs {
+    pub id: String,
+    #[arg(long)]
+    pub reason: String,
+    /// Who rejects (default: $USER).
+    #[arg(long)]
+    pub by: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    pub id: String,
+    /// Write the patch here instead of stdout.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BestArgs {
+    /// A task directory (its current context is used) or a task name.
+    pub task: String,
+    /// A context id (see `history`); defaults to the task's current context.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Write the best entry's whole tree into this directory (new or empty).
+    #[arg(long)]
+    pub emit: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ContextArgs {
+    pub task_dir: PathBuf,
+    #[arg(long)]
+    pub workload: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; keep it on loopback unless the network is trusted.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
+    /// Port (0 picks a free one).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DaemonArgs {
+    /// How often to look at the schedules, e.g. 60s or 5m.
+    #[arg(long, default_value = "60s")]
+    pub tick: String,
+    /// Look once, run what is due, and exit.
+    #[arg(long)]
+    pub once: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct QueryArgs {
+    pub sql: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Subcommand)]
 pub enum ScheduleAction {
     /// Add a schedule: give exactly one of --every or --cron.
     Add {
@@ -214,7 +255,7 @@ pub enum ScheduleAction {
         #[arg(long, default_value_t = 20)]
         budget: usize,
         #[arg(long, default_value = "auto")]
-        proposer: String,
+        proposer: ProposerChoice,
         #[arg(long)]
         workload: Option<PathBuf>,
     },

@@ -1,8 +1,11 @@
 //! The `polymorph` binary: parses the command line, sets up logging (POLYMORPH_LOG or RUST_LOG,
 //! to stderr), runs the command and maps the outcome to an exit code.
 
+mod cli;
+mod cmd;
+
 use clap::Parser;
-use polymorph::cli::Cli;
+use cli::Cli;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,13 +34,11 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     // The daemon's log is its output: say what it runs and why unless told otherwise.
-    init_logging(
-        if matches!(cli.command, polymorph::cli::Command::Daemon { .. }) {
-            "info"
-        } else {
-            "warn"
-        },
-    );
+    init_logging(if matches!(cli.command, cli::Command::Daemon(_)) {
+        "info"
+    } else {
+        "warn"
+    });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -65,7 +66,7 @@ fn main() -> ExitCode {
                 eprintln!("interrupting: stopping the running command; nothing recorded is lost (run again to resume)");
             }
         });
-        polymorph::commands::dispatch(cli, Arc::clone(&cancel)).await
+        cmd::dispatch(cli, Arc::clone(&cancel)).await
     });
     match result {
         Ok(()) if cancel.load(Ordering::SeqCst) => ExitCode::from(EXIT_INTERRUPTED),

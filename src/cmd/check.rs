@@ -1,0 +1,172 @@
+//! `polymorph check`: validate a task, then build, test and benchmark its starting source, its
+//! hand-tuned baseline and any ledger entries named, interleaved, and print them side by side.
+
+use super::output::print_json;
+use crate::cli::{CheckArgs, Cli};
+use anyhow::{Context as _, Result};
+use polymorph::engine::{Built, Harness, runner};
+use polymorph::measure::{Sample, log_gain, median, median_score};
+use polymorph::record::{Ledger, Store};
+use polymorph::task::{Resolved, resolve};
+use polymorph::view::resolve_entry;
+use sandbox::{CancelFlag, FileTree};
+use serde_json::{Value, json};
+use std::path::Path;
+
+pub async fn check(cli: &Cli, a: CheckArgs, cancel: CancelFlag) -> Result<()> {
+    let extra = if a.entries.is_empty() {
+        Vec::new()
+    } else {
+        entry_trees(&cli.db, &cli.ledger, &a.entries).await?
+    };
+    let r = resolve(&a.task_dir, a.workload.as_deref())?;
+    let rounds = a.rounds.max(1);
+    let runner = runner();
+    let (names, samples) = measure(&r, &runner, rounds, extra, cancel)?;
+    let isolation = runner.isolation().describe();
+    let table = Table::new(&names, &samples);
+    if a.json {
+        return print_json(&table.json(&r, &isolation));
+    }
+    table.print(&r, &isolation, rounds);
+    Ok(())
+}
+
+/// Ledger entries by id, as (name, tree); their editable files go onto the checked task.
+async fn entry_trees(
+    db: &Path,
+    ledger_path: &Path,
+    ids: &[String],
+) -> Result<Vec<(String, FileTree)>> {
+    let store = Store::open(db).await?;
+    let ledger = Ledger::open_or_init(ledger_path)?;
+    let mut out = Vec::new();
+    for id in ids {
+        let e = resolve_entry(&store, id)
+            .await?
+            .with_context(|| format!("no ledger entry {id} (give e7 or a commit prefix)"))?;
+        out.push((format!("e{}", e.id), ledger.read_tree(e.commit()?)?));
+    }
+    Ok(out)
+}
+
+/// Builds and tests every tree, then benchmarks them interleaved, `rounds` samples each.
+fn measure(
+    r: &Resolved,
+    runner: &sandbox::Runner,
+    rounds: usize,
+    extra: Vec<(String, FileTree)>,
+    cancel: CancelFlag,
+) -> Result<(Vec<String>, Vec<Vec<Sample>>)> {
+    let mut h = Harness::new(&r.task, &r.source, runner, cancel, r.workload.as_ref())?;
+    let mut names = vec!["start".to_string()];
+    let mut built: Vec<Built> = vec![
+        h.prepare(r.source.clone())
+            .map_err(|f| anyhow::anyhow!("the task as given: {}", f.reason))?,
+    ];
+    if let Some(hand) = r.hand_tuned.clone() {
+        built.push(
+            h.prepare(hand)
+                .map_err(|f| anyhow::anyhow!("the hand-tuned baseline: {}", f.reason))?,
+        );
+        names.push("hand_tuned".to_string());
+    }
+    for (name, tree) in extra {
+        let mut t = r.source.clone();
+        for (p, b) in tree.iter().filter(|(p, _)| r.task.is_editable(p)) {
+            t.insert(p.clone(), b.clone());
+        }
+        built.push(
+            h.prepare(t)
+                .map_err(|f| anyhow::anyhow!("entry {name}: {}", f.reason))?,
+        );
+        names.push(name);
+    }
+    let refs: Vec<&Built> = built.iter().collect();
+    Ok((names, h.measure(&refs, rounds)?))
+}
+
+/// Per tree and case, the median of its samples.
+struct Table<'a> {
+    names: &'a [String],
+    cases: Vec<String>,
+    /// [tree][case]
+    medians: Vec<Vec<f64>>,
+    scores: Vec<f64>,
+}
+
+impl<'a> Table<'a> {
+    fn new(names: &'a [String], samples: &[Vec<Sample>]) -> Self {
+        let cases: Vec<String> = samples[0][0].cases.keys().cloned().collect();
+        let medians = samples
+            .iter()
+            .map(|s| {
+                cases
+                    .iter()
+                    .map(|c| median(&s.iter().map(|x| x.cases[c]).collect::<Vec<_>>()))
+                    .collect()
+            })
+            .collect();
+        let scores = samples.iter().map(|s| median_score(s)).collect();
+        Table {
+            names,
+            cases,
+            medians,
+            scores,
+        }
+    }
+
+    fn json(&self, r: &Resolved, isolation: &str) -> Value {
+        let trees: Vec<Value> = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let c: serde_json::Map<String, Value> = self
+                    .cases
+                    .iter()
+                    .zip(&self.medians[i])
+                    .map(|(c, m)| (c.clone(), json!(m)))
+                    .collect();
+                json!({ "name": n, "score": self.scores[i], "cases": c })
+            })
+            .collect();
+        json!({
+            "task": r.task.name, "context_id": r.context_id, "metric": r.task.metric.name,
+            "direction": r.task.metric.direction.as_str(), "isolation": isolation, "trees": trees,
+        })
+    }
+
+    fn print(&self, r: &Resolved, isolation: &str, rounds: usize) {
+        let metric = &r.task.metric;
+        println!(
+            "task {} ok: builds, passes its test, benchmarks ({rounds} rounds each, interleaved)",
+            r.task.name
+        );
+        println!("context {}  isolation: {isolation}", r.context_id);
+        print!(
+            "{:<24}",
+            format!("{} ({})", metric.name, metric.direction.as_str())
+        );
+        for n in self.names {
+            print!("{n:>14}");
+        }
+        println!();
+        for (k, c) in self.cases.iter().enumerate() {
+            print!("{c:<24}");
+            for m in &self.medians {
+                print!("{:>14.4}", m[k]);
+            }
+            println!();
+        }
+        print!("{:<24}", "score (geomean)");
+        for s in &self.scores {
+            print!("{s:>14.4}");
+        }
+        println!();
+        for (name, score) in self.names.iter().zip(&self.scores).skip(1) {
+            let g = log_gain(metric.direction, self.scores[0], *score).exp();
+            println!("{name} is {g:.2}x the start");
+        }
+    }
+}

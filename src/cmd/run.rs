@@ -1,0 +1,89 @@
+//! `polymorph run`: the loop on a task, and its summary.
+
+use super::output::{fmt_score, print_json};
+use crate::cli::{Cli, RunArgs};
+use anyhow::{Result, bail};
+use polymorph::engine::agent_host::AgentSettings;
+use polymorph::engine::{RunOptions, RunReport, runner};
+use polymorph::record::{LockFile, ProposerChoice, RunProposer, Store};
+use sandbox::CancelFlag;
+use std::path::Path;
+
+pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
+    if a.budget == 0 {
+        bail!("--budget must be at least 1");
+    }
+    let agent = match a.proposer {
+        ProposerChoice::Auto | ProposerChoice::Given(RunProposer::Agent) => {
+            Some(AgentSettings::from_env(
+                a.model,
+                &a.agent_protocol,
+                a.request_timeout,
+                a.token_budget,
+                a.agent_concurrency,
+            )?)
+        }
+        ProposerChoice::Given(_) => None,
+    };
+    let opts = RunOptions {
+        proposer: a.proposer,
+        budget: a.budget,
+        seed: a.seed,
+        workload: a.workload,
+        progress: true,
+        warm_start: !a.no_warm_start,
+        agent,
+    };
+    let _lock = LockFile::run(&cli.db)?;
+    let store = Store::open(&cli.db).await?;
+    let report =
+        polymorph::engine::run(&store, &cli.ledger, &a.task_dir, &opts, &runner(), cancel).await?;
+    print_run(&report, &cli.ledger, a.json)
+}
+
+fn print_run(r: &RunReport, ledger: &Path, json: bool) -> Result<()> {
+    if json {
+        return print_json(r);
+    }
+    println!(
+        "run {} on {} ({}), context {}: {}",
+        r.run_id, r.task, r.proposer, r.context_id, r.status
+    );
+    if let Some(m) = &r.message {
+        println!("  {m}");
+    }
+    println!(
+        "  {} candidates: {} accepted, {} rejected, {} failed, {} quarantined",
+        r.candidates, r.accepted, r.rejected, r.failed, r.quarantined
+    );
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => format!("{:.2}x", b / a),
+        _ => "-".into(),
+    };
+    println!(
+        "  {} (measured side by side at the end of the run):",
+        r.metric
+    );
+    println!("    start       {}", fmt_score(r.start_score));
+    println!(
+        "    best        {}  ({} the start)",
+        fmt_score(r.best_score),
+        ratio(r.start_score, r.best_score)
+    );
+    if r.hand_tuned_score.is_some() {
+        println!(
+            "    hand-tuned  {}  (best is {} of it)",
+            fmt_score(r.hand_tuned_score),
+            ratio(r.hand_tuned_score, r.best_score)
+        );
+    }
+    if let (Some(e), Some(c)) = (r.best_entry, &r.best_commit) {
+        println!(
+            "  best entry e{e}, commit {}: git -C {} log {}",
+            &c[..12.min(c.len())],
+            ledger.display(),
+            r.branch
+        );
+    }
+    Ok(())
+}

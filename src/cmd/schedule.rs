@@ -1,0 +1,120 @@
+//! `polymorph schedule` and `polymorph daemon`: scheduled re-tuning.
+
+use super::output::print_json;
+use crate::cli::{Cli, DaemonArgs, ScheduleAction};
+use anyhow::{Result, bail};
+use polymorph::engine::daemon::{DaemonOptions, daemon as run_daemon};
+use polymorph::engine::runner;
+use polymorph::engine::schedule::{When, format_duration, parse_every};
+use polymorph::record::{ProposerChoice, Store};
+use polymorph::task::resolve;
+use sandbox::CancelFlag;
+use std::path::PathBuf;
+
+pub async fn schedule(cli: &Cli, action: ScheduleAction) -> Result<()> {
+    let store = Store::open(&cli.db).await?;
+    match action {
+        ScheduleAction::Add {
+            task_dir,
+            every,
+            cron,
+            budget,
+            proposer,
+            workload,
+        } => add(&store, task_dir, every, cron, budget, proposer, workload).await,
+        ScheduleAction::List { json } => list(&store, json).await,
+        ScheduleAction::Remove { id } => {
+            if !store.remove_schedule(id).await? {
+                bail!("no schedule {id}");
+            }
+            println!("schedule {id} removed");
+            Ok(())
+        }
+    }
+}
+
+pub async fn daemon(cli: &Cli, a: DaemonArgs, cancel: CancelFlag) -> Result<()> {
+    let opts = DaemonOptions {
+        tick: parse_every(&a.tick).map_err(|e| anyhow::anyhow!("{e}").context("--tick"))?,
+        once: a.once,
+    };
+    run_daemon(&cli.db, &cli.ledger, &opts, &runner(), cancel).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn add(
+    store: &Store,
+    task_dir: PathBuf,
+    every: Option<String>,
+    cron: Option<String>,
+    budget: usize,
+    proposer: ProposerChoice,
+    workload: Option<PathBuf>,
+) -> Result<()> {
+    if budget == 0 {
+        bail!("--budget must be at least 1");
+    }
+    let r = resolve(&task_dir, workload.as_deref())?;
+    let (every_s, when) = match (&every, &cron) {
+        (Some(e), None) => {
+            let d = parse_every(e)?;
+            (Some(d.as_secs() as i64), When::Every(d))
+        }
+        (None, Some(c)) => (None, When::parse_cron(c)?),
+        _ => bail!("give exactly one of --every or --cron"),
+    };
+    let workload = r
+        .workload
+        .as_ref()
+        .filter(|_| workload.is_some())
+        .map(|w| w.path.display().to_string());
+    let id = store
+        .add_schedule(
+            &r.task.name,
+            &r.task.dir.display().to_string(),
+            every_s,
+            cron.as_deref(),
+            budget as i64,
+            &proposer,
+            workload.as_deref(),
+        )
+        .await?;
+    println!(
+        "schedule {id}: {} {}, budget {budget}, proposer {proposer}; run `polymorph daemon` to execute it",
+        r.task.name,
+        when.describe()
+    );
+    Ok(())
+}
+
+async fn list(store: &Store, json: bool) -> Result<()> {
+    let rows = store.schedules().await?;
+    if json {
+        return print_json(&rows);
+    }
+    if rows.is_empty() {
+        println!("no schedules");
+    }
+    for s in rows {
+        let when = match (s.every_s, &s.cron) {
+            (Some(e), _) => format!(
+                "every {}",
+                format_duration(std::time::Duration::from_secs(e.max(0) as u64))
+            ),
+            (None, Some(c)) => format!("cron {c:?}"),
+            _ => "-".into(),
+        };
+        println!(
+            "{:>3}  {:<12} {:<20} budget {:<4} {:<8} last run {} ({}){}",
+            s.id,
+            s.task,
+            when,
+            s.budget,
+            s.proposer,
+            s.last_run_at.as_deref().unwrap_or("never"),
+            s.last_status.as_deref().unwrap_or("-"),
+            s.last_reason.map(|r| format!(": {r}")).unwrap_or_default()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! The daemon: at every tick, runs the schedules that are due (one run at a time, so one
+//! benchmark at a time), including any whose task's context changed since its last run. One
+//! daemon per runs.db; SIGTERM abandons the running evaluation cleanly and exits.
+
+use super::agent_host::AgentSettings;
+use super::run::{RunOptions, run};
+use super::schedule::{ScheduleState, When, due};
+use crate::record::store::{ScheduleRow, now};
+use crate::record::{LockFile, Store};
+use crate::task::{Fingerprint, resolve};
+use anyhow::{Result, bail};
+use chrono::{DateTime, Utc};
+use sandbox::{CancelFlag, Runner};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// The agent's request timeout and per-run token budget in scheduled runs (the `run` defaults).
+const AGENT_REQUEST_TIMEOUT_S: u64 = 120;
+const AGENT_TOKEN_BUDGET: u64 = 2_000_000;
+
+/// Granularity of the daemon's sleep between ticks: how fast it notices SIGTERM while idle.
+const SLEEP_SLICE: Duration = Duration::from_millis(100);
+
+fn state_of(row: &ScheduleRow) -> Result<ScheduleState> {
+    let when = match (row.every_s, &row.cron) {
+        (Some(s), _) => When::Every(Duration::from_secs(s.max(1) as u64)),
+        (None, Some(c)) => When::parse_cron(c)?,
+        (None, None) => bail!(
+            "schedule {} has neither an interval nor a cron pattern",
+            row.id
+        ),
+    };
+    let last_run_at = row
+        .last_run_at
+        .as_deref()
+        .map(DateTime::parse_from_rfc3339)
+        .transpose()?
+        .map(|d| d.with_timezone(&Utc));
+    let last_fingerprint: Option<Fingerprint> = row
+        .last_fingerprint
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()?;
+    Ok(ScheduleState {
+        when,
+        last_run_at,
+        last_context: row.last_context.clone(),
+        last_fingerprint,
+    })
+}
+
+pub struct DaemonOptions {
+    pub tick: Duration,
+    /// Check the schedules once and exit.
+    pub once: bool,
+}
+
+/// Runs the daemon until SIGTERM/Ctrl-C (or after one pass with `once`).
+pub async fn daemon(
+    db: &Path,
+    ledger: &Path,
+    opts: &DaemonOptions,
+    runner: &Runner,
+    cancel: CancelFlag,
+) -> Result<()> {
+    let _lock = LockFile::daemon(db)?;
+    let store = Store::open(db).await?;
+    tracing::info!(db = %db.display(), tick_s = opts.tick.as_secs_f64(), "daemon started");
+    while !cancel.load(Ordering::SeqCst) {
+        for row in store.schedules().await? {
+            if cancel.load(Ordering::SeqCst) {
+                break;
+            }
+            if let Err(e) =
+                tick_one(&store, db, ledger, &row, runner, cancel.clone(), Utc::now()).await
+            {
+                tracing::warn!(schedule = row.id, task = %row.task, "{e:#}");
+                store
+                    .schedule_finished(row.id, &format!("error: {e:#}"))
+                    .await?;
+            }
+        }
+        if opts.once {
+            break;
+        }
+        let mut slept = Duration::ZERO;
+        while slept < opts.tick && !cancel.load(Ordering::SeqCst) {
+            tokio::time::sleep(SLEEP_SLICE).await;
+            slept += SLEEP_SLICE;
+        }
+    }
+    tracing::info!("daemon stopped");
+    Ok(())
+}
+
+async fn tick_one(
+    store: &Store,
+    db: &Path,
+    ledger: &Path,
+    row: &ScheduleRow,
+    runner: &Runner,
+    cancel: CancelFlag,
+    now_at: DateTime<Utc>,
+) -> Result<()> {
+    let workload = row.workload.as_deref().map(Path::new);
+    let r = resolve(Path::new(&row.task_dir), workload)?;
+    let state = state_of(row)?;
+    let Some(reason) = due(&state, now_at, &r.context_id, &r.fingerprint) else {
+        return Ok(());
+    };
+    let Ok(_run_lock) = LockFile::run(db) else {
+        tracing::info!(
+            schedule = row.id,
+            "another run holds the database; trying again next tick"
+        );
+        return Ok(());
+    };
+    tracing::info!(schedule = row.id, task = %row.task, context = %r.context_id, "running: {reason}");
+    store
+        .schedule_started(
+            row.id,
+            &now(),
+            &r.context_id,
+            &serde_json::to_string(&r.fingerprint)?,
+            &reason,
+        )
+        .await?;
+    let opts = RunOptions {
+        proposer: row.proposer.clone(),
+        budget: row.budget.max(1) as usize,
+        seed: None,
+        workload: workload.map(Path::to_path_buf),
+        progress: false,
+        warm_start: true,
+        agent: AgentSettings::from_env(
+            None,
+            "tools",
+            AGENT_REQUEST_TIMEOUT_S,
+            AGENT_TOKEN_BUDGET,
+            1,
+        )
+        .ok(),
+    };
+    let status = match run(
+        store,
+        ledger,
+        Path::new(&row.task_dir),
+        &opts,
+        runner,
+        cancel,
+    )
+    .await
+    {
+        Ok(report) => {
+            tracing::info!(schedule = row.id, run = report.run_id, accepted = report.accepted, status = %report.status, "run ended");
+            report.status.to_string()
+        }
+        Err(e) => format!("failed: {e:#}"),
+    };
+    store.schedule_finished(row.id, &status).await?;
+    Ok(())
+}

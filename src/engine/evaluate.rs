@@ -1,0 +1,249 @@
+//! Evaluating one proposal: verify the change against the incumbent, apply it, build and test
+//! it, benchmark it interleaved with the incumbent (A B, B A, ...) until the judge decides, and
+//! test it again after timing. Every outcome is an `Evaluation` with a stage and a reason.
+
+use super::harness::{Built, Failure, Harness};
+use super::report::Provenance;
+use crate::measure::{Decision, Judge, Sample, SampleSide, Summary, Verdict, same_cases};
+use crate::record::Stage;
+use crate::record::store::{NewEvaluation, NewSample};
+use crate::record::{ChangeKind, RunProposer};
+use crate::task::Resolved;
+use agent::params_key;
+use agent::{Proposal, ProposedChange};
+use sandbox::{Change, FileTree, RelPath, verify_change};
+use std::collections::BTreeMap;
+
+/// Everything known about one evaluated candidate.
+pub struct Evaluation {
+    pub verdict: Verdict,
+    pub stage: Stage,
+    pub reason: String,
+    pub log: Option<String>,
+    pub summary: Option<Summary>,
+    /// (round, incumbent sample, candidate sample)
+    pub pairs: Vec<(Sample, Sample)>,
+    pub diff: Option<String>,
+    /// The candidate's tree, built, when it got that far.
+    pub built: Option<Built>,
+    pub bench_seconds: f64,
+    pub process_seconds: f64,
+    /// True when the run was cancelled during this evaluation: it is not recorded.
+    pub cancelled: bool,
+}
+
+impl Evaluation {
+    /// The row an evaluation becomes (its overhead is filled in just before it is written).
+    pub fn record_row(
+        &self,
+        r: &Resolved,
+        why: &Provenance<'_>,
+        chosen: &RunProposer,
+        parent_entry: i64,
+    ) -> NewEvaluation {
+        let ev = self;
+        let proposal: &Proposal = why.proposal;
+        let (kind, payload, params_key) = match &proposal.change {
+            ProposedChange::Diff(d) => (ChangeKind::Diff, serde_json::json!({ "diff": d }), None),
+            ProposedChange::Files(f) => {
+                (ChangeKind::Files, serde_json::json!({ "files": f }), None)
+            }
+            ProposedChange::Params(p) => (
+                ChangeKind::Params,
+                serde_json::json!({ "params": p }),
+                Some(params_key(p)),
+            ),
+        };
+        let mut samples = Vec::new();
+        for (round, (a, b)) in ev.pairs.iter().enumerate() {
+            for (side, s) in [(SampleSide::Incumbent, a), (SampleSide::Candidate, b)] {
+                for (case, v) in &s.cases {
+                    samples.push(NewSample {
+                        round: round as i64,
+                        side,
+                        case: case.clone(),
+                        value: *v,
+                    });
+                }
+            }
+        }
+        NewEvaluation {
+            run_id: why.run_id,
+            seq: why.seq as i64,
+            task: r.task.name.clone(),
+            context_id: r.context_id.clone(),
+            proposer: chosen.kind(),
+            origin: proposal.origin.clone(),
+            note: proposal.note.clone(),
+            kind,
+            payload: payload.to_string(),
+            params_key,
+            diff: ev.diff.clone(),
+            parent_entry_id: Some(parent_entry),
+            verdict: ev.verdict,
+            reason: ev.reason.clone(),
+            stage: ev.stage,
+            gain: ev.summary.as_ref().map(|s| s.gain),
+            incumbent_score: ev.summary.as_ref().map(|s| s.incumbent_score),
+            candidate_score: ev.summary.as_ref().map(|s| s.candidate_score),
+            pairs: ev.pairs.len() as i64,
+            bench_seconds: ev.bench_seconds,
+            process_seconds: ev.process_seconds,
+            overhead_ms: 0.0,
+            log: ev.log.clone(),
+            samples,
+            usage: proposal.usage.clone(),
+        }
+    }
+}
+
+/// A unified diff of what `after` changes in `before` (files that differ only).
+pub fn tree_diff(before: &FileTree, after: &FileTree) -> String {
+    let mut out = String::new();
+    let paths: std::collections::BTreeSet<&RelPath> = before
+        .iter()
+        .map(|(p, _)| p)
+        .chain(after.iter().map(|(p, _)| p))
+        .collect();
+    for p in paths {
+        let (a, b) = (before.get(p), after.get(p));
+        if a == b {
+            continue;
+        }
+        let a = String::from_utf8_lossy(a.unwrap_or_default());
+        let b = String::from_utf8_lossy(b.unwrap_or_default());
+        let patch = diffy::create_patch(&a, &b).to_string();
+        // diffy writes "--- original\n+++ modified\n"; name the file the way git does.
+        let body = patch.splitn(3, '\n').nth(2).unwrap_or("");
+        out.push_str(&format!("--- a/{p}\n+++ b/{p}\n{body}"));
+    }
+    out
+}
+
+impl Harness<'_> {
+    /// Turns a proposal into a change the sandbox can verify.
+    fn to_change(&self, proposal: &Proposal) -> Result<Change, Failure> {
+        match &proposal.change {
+            ProposedChange::Diff(d) => Ok(Change::Diff(d.clone())),
+            ProposedChange::Files(f) => Ok(Change::Files(f.clone())),
+            ProposedChange::Params(p) => {
+                let Some(spec) = &self.task.params else {
+                    return Err(Failure::new(
+                        Stage::Verify,
+                        "a parameter assignment, but the task declares no [params]",
+                    ));
+                };
+                let space = agent::ParamSpace::new(spec.values.clone(), &spec.constraints)
+                    .map_err(|e| Failure::new(Stage::Verify, e.to_string()))?;
+                if let Some(why) = space.invalid(p) {
+                    return Err(Failure::new(
+                        Stage::Verify,
+                        format!("invalid assignment: {why}"),
+                    ));
+                }
+                let text = sandbox::render_params(spec.format, p);
+                Ok(Change::Files(BTreeMap::from([(
+                    spec.file.to_string(),
+                    text,
+                )])))
+            }
+        }
+    }
+
+    /// Evaluates one proposal against the incumbent.
+    pub fn evaluate(
+        &mut self,
+        proposal: &Proposal,
+        incumbent: &Built,
+        judge: &Judge<'_>,
+    ) -> Evaluation {
+        self.take_times();
+        let mut ev = Evaluation {
+            verdict: Verdict::Failed,
+            stage: Stage::Verify,
+            reason: String::new(),
+            log: None,
+            summary: None,
+            pairs: Vec::new(),
+            diff: None,
+            built: None,
+            bench_seconds: 0.0,
+            process_seconds: 0.0,
+            cancelled: false,
+        };
+        let result = self.evaluate_inner(proposal, incumbent, judge, &mut ev);
+        if let Err(f) = result {
+            ev.verdict = Verdict::Failed;
+            ev.stage = f.stage;
+            ev.reason = f.reason;
+            ev.log = f.log;
+            ev.built = None;
+        }
+        ev.cancelled = self.cancelled();
+        let (process, bench) = self.take_times();
+        ev.process_seconds = process.as_secs_f64();
+        ev.bench_seconds = bench.as_secs_f64();
+        ev
+    }
+
+    fn evaluate_inner(
+        &mut self,
+        proposal: &Proposal,
+        incumbent: &Built,
+        judge: &Judge<'_>,
+        ev: &mut Evaluation,
+    ) -> Result<(), Failure> {
+        let change = self.to_change(proposal)?;
+        let verified = verify_change(&change, &incumbent.tree, &self.task.editable, &self.limits)
+            .map_err(|e| Failure::new(Stage::Verify, e.to_string()))?;
+        let tree = incumbent.tree.apply(&verified);
+        ev.diff = Some(tree_diff(&incumbent.tree, &tree));
+        let built = self.prepare(tree)?;
+        let mut round = 0;
+        let summary = loop {
+            if self.cancelled() {
+                return Err(Failure::new(Stage::Bench, "cancelled"));
+            }
+            // A B, B A, A B ...: alternating who goes first cancels slow drift.
+            let (inc, cand) = if round % 2 == 0 {
+                let a = self.bench(incumbent).map_err(|f| Failure {
+                    reason: format!("incumbent {}", f.reason),
+                    ..f
+                })?;
+                (a, self.bench(&built)?)
+            } else {
+                let b = self.bench(&built)?;
+                (
+                    self.bench(incumbent).map_err(|f| Failure {
+                        reason: format!("incumbent {}", f.reason),
+                        ..f
+                    })?,
+                    b,
+                )
+            };
+            same_cases(&inc, &cand)
+                .map_err(|e| Failure::new(Stage::Bench, format!("bench output invalid: {e}")))?;
+            ev.pairs.push((inc, cand));
+            round += 1;
+            match judge.decide(&ev.pairs) {
+                Decision::Continue => continue,
+                Decision::Done {
+                    verdict,
+                    reason,
+                    summary,
+                } => {
+                    ev.verdict = verdict;
+                    ev.reason = reason;
+                    ev.stage = Stage::Judge;
+                    break summary;
+                }
+            }
+        };
+        ev.summary = Some(summary);
+        if matches!(ev.verdict, Verdict::Accepted | Verdict::Quarantined) {
+            self.test(built.ws.path(), Stage::Retest)?;
+        }
+        ev.built = Some(built);
+        Ok(())
+    }
+}

@@ -1,0 +1,104 @@
+//! Choosing a run's proposer: `auto` resolved to search or the agent, a replay file made
+//! absolute (a resumed run reads the same file), and the proposer built for the run.
+
+use super::agent_host::{AgentProposer, AgentSettings, ENV_API_KEY, ENV_BASE_URL};
+use crate::record::{ProposerChoice, RunProposer};
+use crate::task::{Fingerprint, Resolved, Task};
+use agent::{Proposer, ReplayProposer, SearchProposer};
+use anyhow::{Context as _, Result, bail};
+use sandbox::{CancelFlag, Runner};
+
+/// The proposer a run uses for `choice`; fails with what to do when none fits the task.
+pub fn resolve_proposer(
+    choice: &ProposerChoice,
+    task: &Task,
+    agent: Option<&AgentSettings>,
+) -> Result<RunProposer> {
+    Ok(match choice {
+        ProposerChoice::Auto if agent.is_some() && AgentSettings::configured() => {
+            RunProposer::Agent
+        }
+        ProposerChoice::Auto | ProposerChoice::Given(RunProposer::Search) => {
+            if task.params.is_none() {
+                bail!(
+                    "no proposer for {}: the task declares no [params] for search and no model endpoint is configured \
+                     ({ENV_BASE_URL} / {ENV_API_KEY}); use --proposer agent with an endpoint, or --proposer replay:FILE",
+                    task.name,
+                );
+            }
+            RunProposer::Search
+        }
+        ProposerChoice::Given(RunProposer::Agent) => {
+            if agent.is_none() {
+                bail!("--proposer agent needs the agent's settings");
+            }
+            RunProposer::Agent
+        }
+        ProposerChoice::Given(RunProposer::Replay(f)) => RunProposer::Replay(
+            f.canonicalize()
+                .with_context(|| format!("replay file {} not found", f.display()))?,
+        ),
+    })
+}
+
+/// The hardware, toolchain, workload and model, in one line for the agent's prompt.
+fn describe_context(f: &Fingerprint) -> String {
+    let or_dash = |s: &str| {
+        if s.is_empty() {
+            "-".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    format!(
+        "CPU {} ({} cores); GPUs: {}; toolchain: {}; workload: {}; model: {}",
+        f.cpu_model,
+        f.cpu_cores,
+        if f.gpus.is_empty() {
+            "none".to_string()
+        } else {
+            f.gpus.join(", ")
+        },
+        f.toolchain.join(", "),
+        or_dash(&f.workload),
+        or_dash(&f.model),
+    )
+}
+
+/// The proposer for a run; `done` candidates were already evaluated by an earlier attempt.
+pub fn make_proposer<'a>(
+    proposer: &RunProposer,
+    r: &'a Resolved,
+    runner: &'a Runner,
+    cancel: CancelFlag,
+    seed: u64,
+    done: usize,
+    agent: Option<&AgentSettings>,
+) -> Result<Box<dyn Proposer + 'a>> {
+    let task = &r.task;
+    match proposer {
+        RunProposer::Replay(file) => {
+            // Replay candidates are consumed in order: skip those already evaluated.
+            let mut p = ReplayProposer::open(file)?;
+            p.skip(done);
+            Ok(Box::new(p))
+        }
+        RunProposer::Agent => {
+            let settings = agent.context("the agent's settings are missing")?.clone();
+            Ok(Box::new(AgentProposer::new(
+                settings,
+                task,
+                &r.source,
+                runner,
+                cancel,
+                r.workload.as_ref(),
+                describe_context(&r.fingerprint),
+            )?))
+        }
+        RunProposer::Search => {
+            let spec = task.params.as_ref().context("task has no [params]")?;
+            let space = agent::ParamSpace::new(spec.values.clone(), &spec.constraints)?;
+            Ok(Box::new(SearchProposer::new(space, seed)))
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! What a run tells people: one progress line per candidate, the commit message of an accepted
+//! entry, and the report at the end with start, best and hand-tuned measured side by side.
+
+use super::evaluate::Evaluation;
+use super::harness::{Built, Harness};
+use crate::measure::{Direction, Summary, log_gain, median_score, pct};
+use crate::record::{CommitId, Ledger, RunProposer, RunStatus};
+use crate::task::Resolved;
+use anyhow::Result;
+use sandbox::{CancelFlag, Runner};
+use serde::Serialize;
+use std::time::Instant;
+
+/// Interleaved rounds used to measure the start, hand-tuned and best trees at the start and end
+/// of a run: a reference figure, not a verdict, so a few rounds suffice.
+pub const REFERENCE_ROUNDS: usize = 3;
+
+/// What a run did, for the terminal and `--json`.
+#[derive(Debug, Serialize)]
+pub struct RunReport {
+    pub run_id: i64,
+    pub task: String,
+    pub context_id: String,
+    pub branch: String,
+    pub proposer: RunProposer,
+    pub resumed: bool,
+    pub candidates: usize,
+    pub accepted: usize,
+    pub rejected: usize,
+    pub failed: usize,
+    pub quarantined: usize,
+    pub status: RunStatus,
+    pub message: Option<String>,
+    /// Fresh interleaved measurement at the end of the run.
+    pub start_score: Option<f64>,
+    pub best_score: Option<f64>,
+    pub hand_tuned_score: Option<f64>,
+    pub metric: String,
+    pub best_entry: Option<i64>,
+    pub best_commit: Option<String>,
+}
+
+/// `x` over `base` in the metric's direction, as a factor (2.0 = twice as good).
+pub fn ratio(direction: Direction, base: Option<f64>, x: Option<f64>) -> Option<f64> {
+    Some(log_gain(direction, base?, x?).exp())
+}
+
+/// One line per candidate on stderr, when enabled.
+pub struct Progress {
+    pub enabled: bool,
+    pub budget: usize,
+}
+
+impl Progress {
+    pub fn line(&self, k: usize, ev: &Evaluation, vs_start: Option<f64>, vs_hand: Option<f64>) {
+        if !self.enabled {
+            return;
+        }
+        let fmt = |r: Option<f64>| r.map_or("?".to_string(), |r| format!("{r:.2}x"));
+        eprintln!(
+            "[{k:>3}/{}] {:<11} {} | best ~{} start, ~{} hand-tuned",
+            self.budget,
+            ev.verdict.as_str(),
+            ev.reason,
+            fmt(vs_start),
+            fmt(vs_hand)
+        );
+    }
+}
+
+/// polymorph's own time in an iteration so far: its wall time less the task's processes and,
+/// for a model-driven proposer, less the model's latency and the processes it ran (the final
+/// write of the evaluation itself is not included).
+pub fn overhead_ms(iteration: Instant, process_seconds: f64, usage: Option<&agent::Usage>) -> f64 {
+    let outside = usage.map_or(0.0, |u| (u.latency_ms + u.process_ms) as f64 / 1000.0);
+    (iteration.elapsed().as_secs_f64() - process_seconds - outside).max(0.0) * 1000.0
+}
+
+/// Where an accepted candidate came from, in its ledger commit.
+pub struct Provenance<'a> {
+    pub proposal: &'a agent::Proposal,
+    pub proposer: &'a str,
+    pub run_id: i64,
+    pub seq: usize,
+}
+
+pub fn commit_message(r: &Resolved, why: &Provenance<'_>, reason: &str, s: &Summary) -> String {
+    let mut m = format!(
+        "{}: {} {:.4} -> {:.4} ({})\n\n{reason}\nproposer: {} ({})\nrun {}, candidate {}\ncontext: {}\n",
+        r.task.name,
+        r.task.metric.name,
+        s.incumbent_score,
+        s.candidate_score,
+        pct(s.gain.estimate),
+        why.proposer,
+        why.proposal.origin,
+        why.run_id,
+        why.seq,
+        r.context_id,
+    );
+    if let Some(note) = &why.proposal.note {
+        m.push_str(&format!("note: {note}\n"));
+    }
+    m
+}
+
+/// Builds and measures start, best and hand-tuned side by side, so the summary compares
+/// figures taken under the same conditions.
+pub fn final_measurement(
+    r: &Resolved,
+    ledger: &Ledger,
+    runner: &Runner,
+    cancel: CancelFlag,
+    best: CommitId,
+    report: &mut RunReport,
+) -> Result<()> {
+    let mut h = Harness::new(&r.task, &r.source, runner, cancel, r.workload.as_ref())?;
+    let mut trees = vec![
+        ("start", r.source.clone()),
+        ("best", ledger.read_tree(best)?),
+    ];
+    if let Some(hand) = r.hand_tuned.clone() {
+        trees.push(("hand-tuned", hand));
+    }
+    let mut built: Vec<Built> = Vec::new();
+    for (name, tree) in trees {
+        built.push(
+            tokio::task::block_in_place(|| h.prepare(tree))
+                .map_err(|f| anyhow::anyhow!("{name}: {}", f.reason))?,
+        );
+    }
+    let refs: Vec<&Built> = built.iter().collect();
+    let samples = tokio::task::block_in_place(|| h.measure(&refs, REFERENCE_ROUNDS))?;
+    report.start_score = Some(median_score(&samples[0]));
+    report.best_score = Some(median_score(&samples[1]));
+    report.hand_tuned_score = samples.get(2).map(|s| median_score(s));
+    Ok(())
+}

@@ -1,0 +1,275 @@
+//! The judge: decides from paired benchmark samples whether a candidate is a verified
+//! improvement. Pure logic, no IO: the caller feeds it one (incumbent, candidate) pair at a time
+//! and stops when it says so. A gain is accepted only when the lower bound of the signed-rank
+//! interval on the paired log-ratio clears `min_gain`, no case regresses beyond tolerance, and
+//! the gain is plausible.
+
+use super::metric::{JudgeSettings, Metric, log_gain, pct, pct_interval};
+use super::sample::Sample;
+use super::stats::{Interval, median, signed_rank_interval};
+use super::text_enum::text_enum;
+
+text_enum! {
+    /// What became of a candidate.
+    pub enum Verdict {
+        Accepted = "accepted",
+        Rejected = "rejected",
+        Failed = "failed",
+        Quarantined = "quarantined",
+    }
+}
+
+/// The numbers behind a verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Paired log-ratio gain (positive = better in the metric's direction) and its interval.
+    pub gain: Interval,
+    /// Median score of each side over the pairs.
+    pub incumbent_score: f64,
+    pub candidate_score: f64,
+    pub pairs: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Not clear yet: benchmark another pair.
+    Continue,
+    Done {
+        verdict: Verdict,
+        reason: String,
+        summary: Summary,
+    },
+}
+
+pub struct Judge<'a> {
+    pub metric: &'a Metric,
+    pub settings: &'a JudgeSettings,
+    /// The hand-tuned baseline's score in this context, when known: a gain is implausible only
+    /// when it is far beyond both the incumbent and this.
+    pub reference: Option<f64>,
+}
+
+impl Judge<'_> {
+    /// Decides after the pairs measured so far. `pairs` holds (incumbent, candidate) samples
+    /// whose cases are already checked to match.
+    pub fn decide(&self, pairs: &[(Sample, Sample)]) -> Decision {
+        let n = pairs.len();
+        let dir = self.metric.direction;
+        let inc_scores: Vec<f64> = pairs.iter().map(|(a, _)| a.score()).collect();
+        let cand_scores: Vec<f64> = pairs.iter().map(|(_, b)| b.score()).collect();
+        let gains: Vec<f64> = inc_scores
+            .iter()
+            .zip(&cand_scores)
+            .map(|(a, b)| log_gain(dir, *a, *b))
+            .collect();
+        let Some(gain) = signed_rank_interval(&gains, self.settings.confidence) else {
+            return Decision::Continue;
+        };
+        let summary = Summary {
+            gain,
+            incumbent_score: median(&inc_scores),
+            candidate_score: median(&cand_scores),
+            pairs: n,
+        };
+        let done = |verdict, reason: String| Decision::Done {
+            verdict,
+            reason,
+            summary: summary.clone(),
+        };
+        if n < self.settings.min_pairs {
+            return Decision::Continue;
+        }
+        let threshold = (1.0 + self.metric.min_gain).ln();
+        let factor = self.metric.plausible_factor.ln();
+        let vs_reference = self
+            .reference
+            .map(|r| log_gain(dir, r, summary.candidate_score));
+        if gain.estimate > factor && vs_reference.is_none_or(|g| g > factor) {
+            let what = match vs_reference {
+                Some(g) => format!(
+                    "{:.1}x the incumbent and {:.1}x the hand-tuned baseline",
+                    gain.estimate.exp(),
+                    g.exp()
+                ),
+                None => format!("{:.1}x the incumbent", gain.estimate.exp()),
+            };
+            return done(
+                Verdict::Quarantined,
+                format!(
+                    "implausible gain: {what}, over the {}x plausibility factor; needs a human",
+                    self.metric.plausible_factor
+                ),
+            );
+        }
+        if gain.low >= threshold {
+            if let Some(reason) = self.case_regression(pairs) {
+                return done(Verdict::Rejected, reason);
+            }
+            return done(
+                Verdict::Accepted,
+                format!(
+                    "faster: {} over the incumbent in {n} pairs",
+                    pct_interval(&gain)
+                ),
+            );
+        }
+        if gain.high < threshold || n >= self.settings.max_pairs {
+            let need = pct(threshold);
+            let reason = if gain.high < 0.0 {
+                format!("slower: {}", pct_interval(&gain))
+            } else if gain.high < threshold {
+                format!("no significant gain: {}, needs {need}", pct_interval(&gain))
+            } else {
+                format!(
+                    "inconclusive: {} is not clearly above {need} after {n} pairs",
+                    pct_interval(&gain)
+                )
+            };
+            return done(Verdict::Rejected, reason);
+        }
+        Decision::Continue
+    }
+
+    /// The worst case whose estimated change is beyond the tolerance, as a reason.
+    fn case_regression(&self, pairs: &[(Sample, Sample)]) -> Option<String> {
+        let limit = (1.0 - self.metric.case_tolerance).ln();
+        let first = &pairs.first()?.0;
+        let mut worst: Option<(String, Interval)> = None;
+        for case in first.cases.keys() {
+            let diffs: Vec<f64> = pairs
+                .iter()
+                .filter_map(|(a, b)| {
+                    Some(log_gain(
+                        self.metric.direction,
+                        *a.cases.get(case)?,
+                        *b.cases.get(case)?,
+                    ))
+                })
+                .collect();
+            let Some(i) = signed_rank_interval(&diffs, self.settings.confidence) else {
+                continue;
+            };
+            if i.estimate < limit && worst.as_ref().is_none_or(|(_, w)| i.estimate < w.estimate) {
+                worst = Some((case.clone(), i));
+            }
+        }
+        worst.map(|(case, i)| {
+            format!(
+                "case {case} regresses: {}, beyond the {:.0}% tolerance",
+                pct_interval(&i),
+                self.metric.case_tolerance * 100.0
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::Direction;
+    use std::collections::BTreeMap;
+
+    fn metric() -> Metric {
+        Metric {
+            name: "x".into(),
+            direction: Direction::Maximize,
+            min_gain: 0.02,
+            case_tolerance: 0.05,
+            plausible_factor: 10.0,
+        }
+    }
+
+    fn settings() -> JudgeSettings {
+        JudgeSettings {
+            min_pairs: 6,
+            max_pairs: 20,
+            confidence: 0.95,
+        }
+    }
+
+    fn sample(a: f64, b: f64) -> Sample {
+        Sample {
+            cases: BTreeMap::from([("a".to_string(), a), ("b".to_string(), b)]),
+        }
+    }
+
+    /// Pairs with a deterministic wobble of +-1% around the given case ratios.
+    fn pairs(n: usize, ra: f64, rb: f64) -> Vec<(Sample, Sample)> {
+        (0..n)
+            .map(|i| {
+                let w = 1.0 + 0.01 * (((i * 7) % 5) as f64 - 2.0) / 2.0;
+                (sample(100.0, 100.0), sample(100.0 * ra * w, 100.0 * rb * w))
+            })
+            .collect()
+    }
+
+    fn decide(p: &[(Sample, Sample)], reference: Option<f64>) -> (Option<Verdict>, String) {
+        let (m, s) = (metric(), settings());
+        match (Judge {
+            metric: &m,
+            settings: &s,
+            reference,
+        })
+        .decide(p)
+        {
+            Decision::Continue => (None, String::new()),
+            Decision::Done {
+                verdict, reason, ..
+            } => (Some(verdict), reason),
+        }
+    }
+
+    #[test]
+    fn waits_for_min_pairs() {
+        assert_eq!(decide(&pairs(5, 1.5, 1.5), None).0, None);
+    }
+
+    #[test]
+    fn accepts_a_clear_gain_with_its_interval() {
+        let (v, reason) = decide(&pairs(6, 1.10, 1.10), None);
+        assert_eq!(v, Some(Verdict::Accepted), "{reason}");
+        // The wobble averages -0.3%, so the estimate is just under +10%.
+        assert!(reason.starts_with("faster: +9."), "{reason}");
+    }
+
+    #[test]
+    fn rejects_no_gain_and_slower() {
+        assert!(
+            decide(&pairs(6, 1.0, 1.0), None)
+                .1
+                .starts_with("no significant gain")
+        );
+        assert!(
+            decide(&pairs(6, 0.9, 0.9), None)
+                .1
+                .starts_with("slower: -10.")
+        );
+    }
+
+    #[test]
+    fn rejects_a_gain_bought_with_a_regressed_case() {
+        let (v, reason) = decide(&pairs(6, 1.5, 0.9), None);
+        assert_eq!(v, Some(Verdict::Rejected));
+        assert!(reason.starts_with("case b regresses: -10."), "{reason}");
+    }
+
+    #[test]
+    fn quarantines_implausible_gains_unless_the_reference_makes_them_plausible() {
+        assert_eq!(
+            decide(&pairs(6, 20.0, 20.0), None).0,
+            Some(Verdict::Quarantined)
+        );
+        // 20x a slow incumbent but only 1x the hand-tuned baseline: plausible.
+        assert_eq!(
+            decide(&pairs(6, 20.0, 20.0), Some(2000.0)).0,
+            Some(Verdict::Accepted)
+        );
+    }
+
+    #[test]
+    fn borderline_is_inconclusive_at_the_cap() {
+        let (v, reason) = decide(&pairs(20, 1.02, 1.02), None);
+        assert_eq!(v, Some(Verdict::Rejected));
+        assert!(reason.starts_with("inconclusive"), "{reason}");
+    }
+}

@@ -1,0 +1,58 @@
+//! What a task measures and how a result is judged: the metric and its direction, the judge's
+//! settings, and gains as paired log-ratios (positive = better in the metric's direction).
+
+use super::stats::Interval;
+use super::text_enum::text_enum;
+
+text_enum! {
+    /// Which way the metric improves.
+    pub enum Direction {
+        Maximize = "maximize",
+        Minimize = "minimize",
+    }
+}
+
+/// The task's metric as `[metric]` declares it.
+#[derive(Debug, Clone)]
+pub struct Metric {
+    /// The `"metric"` name the bench prints.
+    pub name: String,
+    pub direction: Direction,
+    /// Smallest gain worth accepting, as a fraction (0.02 = 2%).
+    pub min_gain: f64,
+    /// How much slower any one case may get before a candidate is refused.
+    pub case_tolerance: f64,
+    /// A gain over this factor (against the incumbent and the hand-tuned baseline) needs a human.
+    pub plausible_factor: f64,
+}
+
+/// How many pairs the judge may look at, and at which confidence it decides.
+#[derive(Debug, Clone)]
+pub struct JudgeSettings {
+    pub min_pairs: usize,
+    pub max_pairs: usize,
+    pub confidence: f64,
+}
+
+/// Log-ratio gain of `candidate` over `incumbent`, positive when the candidate is better.
+pub fn log_gain(direction: Direction, incumbent: f64, candidate: f64) -> f64 {
+    match direction {
+        Direction::Maximize => (candidate / incumbent).ln(),
+        Direction::Minimize => (incumbent / candidate).ln(),
+    }
+}
+
+/// Gain as a percentage with sign, from a log-ratio.
+pub fn pct(log_ratio: f64) -> String {
+    format!("{:+.1}%", (log_ratio.exp() - 1.0) * 100.0)
+}
+
+/// `+9.5% [+4.1, +15.2]`: an interval of log-ratios as percentages.
+pub fn pct_interval(i: &Interval) -> String {
+    format!(
+        "{} [{}, {}]",
+        pct(i.estimate),
+        pct(i.low).trim_end_matches('%'),
+        pct(i.high).trim_end_matches('%')
+    )
+}

@@ -1,0 +1,15 @@
+//! The pure layer: metric types, statistics, sample parsing, the judge and plots. It imports
+//! nothing else of the crate and does no I/O (no file system, process, clock, sqlx or git2), so
+//! every decision it makes is a function of its inputs and tested without a machine.
+
+pub mod judge;
+pub mod metric;
+pub mod plot;
+pub mod sample;
+pub mod stats;
+pub(crate) mod text_enum;
+
+pub use judge::{Decision, Judge, Summary, Verdict};
+pub use metric::{Direction, JudgeSettings, Metric, log_gain, pct, pct_interval};
+pub use sample::{Sample, SampleSide, median_score, parse_sample, same_cases};
+pub use stats::{Interval, geomean, median, signed_rank_interval};

@@ -1,0 +1,118 @@
+//! The bench output protocol: every stdout line that is a JSON object with `"metric"` and
+//! `"value"` is a measurement, `"case"` names the shape (default `default`). One bench process is
+//! one sample; its score is the geometric mean over cases. A sample with a duplicate, missing,
+//! non-finite or non-positive measurement is invalid, never a number.
+
+use super::stats::{geomean, median};
+use super::text_enum::text_enum;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Case name used when a measurement line has no `"case"`.
+pub const DEFAULT_CASE: &str = "default";
+
+/// One bench process's measurements of the task's metric, by case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub cases: BTreeMap<String, f64>,
+}
+
+impl Sample {
+    /// Geometric mean over cases.
+    pub fn score(&self) -> f64 {
+        geomean(self.cases.values().copied())
+    }
+}
+
+/// Reads the measurements of `metric` from a bench's stdout.
+pub fn parse_sample(stdout: &str, metric: &str) -> Result<Sample, String> {
+    let mut cases = BTreeMap::new();
+    for line in stdout.lines() {
+        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line.trim()) else {
+            continue;
+        };
+        let (Some(m), Some(v)) = (obj.get("metric"), obj.get("value")) else {
+            continue;
+        };
+        if m.as_str() != Some(metric) {
+            continue;
+        }
+        let case = match obj.get("case") {
+            None => DEFAULT_CASE.to_string(),
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            Some(other) => return Err(format!("bad case name {other} in {line:?}")),
+        };
+        let value = v
+            .as_f64()
+            .ok_or_else(|| format!("value of case {case} is not a number: {v}"))?;
+        if !value.is_finite() || value <= 0.0 {
+            return Err(format!(
+                "value of case {case} is {value}: a metric must be a positive finite number"
+            ));
+        }
+        if cases.insert(case.clone(), value).is_some() {
+            return Err(format!("duplicate metric line for case {case}"));
+        }
+    }
+    if cases.is_empty() {
+        return Err(format!("no {metric:?} metric line in the bench output"));
+    }
+    Ok(Sample { cases })
+}
+
+text_enum! {
+    /// Which tree of a pair a sample measured.
+    pub enum SampleSide {
+        Incumbent = "incumbent",
+        Candidate = "candidate",
+    }
+}
+
+/// Median score of samples.
+pub fn median_score(samples: &[Sample]) -> f64 {
+    median(&samples.iter().map(Sample::score).collect::<Vec<_>>())
+}
+
+/// Checks that a candidate's sample has exactly the cases of the incumbent's.
+pub fn same_cases(expected: &Sample, got: &Sample) -> Result<(), String> {
+    if let Some(missing) = expected.cases.keys().find(|c| !got.cases.contains_key(*c)) {
+        return Err(format!("missing metric line for case {missing}"));
+    }
+    if let Some(extra) = got.cases.keys().find(|c| !expected.cases.contains_key(*c)) {
+        return Err(format!("unexpected metric line for case {extra}"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_cases_and_ignores_other_lines() {
+        let out = "warming up\n{\"metric\": \"gflops\", \"case\": \"a\", \"value\": 2}\n{\"metric\": \"ms\", \"value\": 9}\n{\"metric\":\"gflops\",\"case\":\"b\",\"value\":8}\n";
+        let s = parse_sample(out, "gflops").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.cases.len(), 2);
+        assert!((s.score() - 4.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn invalid_samples_are_errors_not_numbers() {
+        let line = |case: &str, v: &str| {
+            format!("{{\"metric\": \"g\", \"case\": \"{case}\", \"value\": {v}}}\n")
+        };
+        for (out, want) in [
+            (format!("{}{}", line("a", "1"), line("a", "2")), "duplicate"),
+            (String::from("nothing here\n"), "no \"g\" metric line"),
+            (line("a", "0"), "positive finite"),
+            (line("a", "-3"), "positive finite"),
+            (line("a", "\"fast\""), "not a number"),
+        ] {
+            let err = parse_sample(&out, "g").err().unwrap_or_default();
+            assert!(err.contains(want), "{out}: {err}");
+        }
+        let a = parse_sample(&line("a", "1"), "g").unwrap_or_else(|e| panic!("{e}"));
+        let b = parse_sample(&line("b", "1"), "g").unwrap_or_else(|e| panic!("{e}"));
+        assert!(same_cases(&a, &b).is_err());
+    }
+}

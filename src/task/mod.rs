@@ -1,0 +1,12 @@
+//! Tasks: task.toml loaded and validated, the context a result holds for (hardware, toolchain,
+//! workload, model, harness), and a task resolved for a run. Imports `measure` only.
+
+pub mod context;
+pub mod params;
+pub mod resolve;
+pub mod spec;
+
+pub use context::{Fingerprint, Workload};
+pub use params::ParamsSpec;
+pub use resolve::{Resolved, branch_name, resolve};
+pub use spec::{Commands, Task};

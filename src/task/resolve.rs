@@ -1,0 +1,47 @@
+//! Resolving a task for a run: load and validate task.toml, read its trees once, probe the
+//! context on this machine, and name the ledger branch its results go to.
+
+use super::context::{self, Fingerprint, Workload};
+use super::spec::Task;
+use anyhow::Result;
+use sandbox::FileTree;
+use std::path::Path;
+
+/// Everything resolved about where a task's results go.
+pub struct Resolved {
+    pub task: Task,
+    pub source: FileTree,
+    /// The hand-tuned baseline's tree, read with the source so a run never rereads the task dir.
+    pub hand_tuned: Option<FileTree>,
+    pub workload: Option<Workload>,
+    pub fingerprint: Fingerprint,
+    pub context_id: String,
+    pub branch: String,
+}
+
+/// The ledger branch of a task in a context: `<task>/<context-id>`.
+pub fn branch_name(task: &str, context_id: &str) -> String {
+    format!("{task}/{context_id}")
+}
+
+/// Loads the task in `task_dir` and probes its context here, with `workload` instead of the
+/// task's own when given.
+pub fn resolve(task_dir: &Path, workload: Option<&Path>) -> Result<Resolved> {
+    let task = Task::load(task_dir)?;
+    let source = task.source_tree()?;
+    let hand_tuned = task.hand_tuned_tree(&source)?;
+    let workload = Workload::resolve(&task, workload)?;
+    let path_var = std::env::var("PATH").unwrap_or_default();
+    let fingerprint = context::fingerprint(&task, &source, workload.as_ref(), &path_var)?;
+    let context_id = fingerprint.id();
+    let branch = branch_name(&task.name, &context_id);
+    Ok(Resolved {
+        task,
+        source,
+        hand_tuned,
+        workload,
+        fingerprint,
+        context_id,
+        branch,
+    })
+}

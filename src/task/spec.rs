@@ -1,0 +1,378 @@
+//! Tasks: `task.toml` loaded and validated into a `Task`. Every error names the file, the field
+//! and what would fix it; nothing runs until a task loads cleanly.
+
+use super::params::{ParamsSpec, parse_params};
+use crate::measure::{Direction, JudgeSettings, Metric};
+use agent::Params;
+use anyhow::{Context as _, Result, bail};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use sandbox::{FileTree, RelPath};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Per-command limit when a task names none: long enough for a real build.
+const DEFAULT_TIMEOUT_S: u64 = 300;
+/// Implausible gain factor (DESIGN.md: 10x by default).
+const DEFAULT_PLAUSIBLE_FACTOR: f64 = 10.0;
+/// A case may be this much slower than on the incumbent before the candidate is refused.
+const DEFAULT_CASE_TOLERANCE: f64 = 0.05;
+/// Fewest benchmark pairs before any verdict: with 6 pairs the signed-rank interval can reach 95%.
+const DEFAULT_MIN_PAIRS: usize = 6;
+/// Most benchmark pairs before an unclear candidate is rejected as inconclusive.
+const DEFAULT_MAX_PAIRS: usize = 20;
+/// Smallest gain worth accepting when a task names none: 2%.
+const DEFAULT_MIN_GAIN: f64 = 0.02;
+/// Confidence of the judge's intervals when a task names none.
+const DEFAULT_CONFIDENCE: f64 = 0.95;
+/// Toolchain probed for the context when a task names none.
+const DEFAULT_TOOLCHAIN: &str = "cc --version";
+
+#[derive(Debug, Clone)]
+pub struct Commands {
+    pub build: Option<String>,
+    pub test: String,
+    pub bench: String,
+    pub timeout: Duration,
+    /// Extra environment variables passed through to commands (never secrets).
+    pub env: Vec<String>,
+}
+
+/// A loaded, validated task.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub dir: PathBuf,
+    pub name: String,
+    pub description: String,
+    pub editable_globs: Vec<String>,
+    pub editable: GlobSet,
+    pub exclude: GlobSet,
+    pub commands: Commands,
+    pub metric: Metric,
+    pub judge: JudgeSettings,
+    pub hand_tuned: Option<RelPath>,
+    pub params: Option<ParamsSpec>,
+    pub workload: Option<RelPath>,
+    pub model: String,
+    pub toolchain: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTask {
+    name: String,
+    #[serde(default)]
+    description: String,
+    files: RawFiles,
+    commands: RawCommands,
+    metric: RawMetric,
+    #[serde(default)]
+    baselines: RawBaselines,
+    params: Option<toml::Table>,
+    #[serde(default)]
+    context: RawContext,
+    #[serde(default)]
+    judge: RawJudge,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFiles {
+    editable: Vec<String>,
+    #[serde(default)]
+    exclude: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCommands {
+    build: Option<String>,
+    test: Option<String>,
+    bench: Option<String>,
+    timeout_s: Option<u64>,
+    #[serde(default)]
+    env: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetric {
+    name: String,
+    direction: String,
+    min_gain: Option<f64>,
+    case_tolerance: Option<f64>,
+    plausible_factor: Option<f64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawBaselines {
+    hand_tuned: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawContext {
+    workload: Option<String>,
+    #[serde(default)]
+    model: String,
+    toolchain: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawJudge {
+    min_pairs: Option<usize>,
+    max_pairs: Option<usize>,
+    confidence: Option<f64>,
+}
+
+fn globset(file: &Path, field: &str, globs: &[String]) -> Result<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        let glob =
+            Glob::new(g).with_context(|| format!("{}: {field}: bad glob {g:?}", file.display()))?;
+        b.add(glob);
+    }
+    b.build()
+        .with_context(|| format!("{}: {field}", file.display()))
+}
+
+/// Names that must never reach a task's commands, even when a task asks for them.
+fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"]
+        .iter()
+        .any(|w| upper.contains(w))
+}
+
+impl Task {
+    /// Loads `dir/task.toml`.
+    pub fn load(dir: &Path) -> Result<Task> {
+        let dir = dir
+            .canonicalize()
+            .with_context(|| format!("task directory {} not found", dir.display()))?;
+        let file = dir.join("task.toml");
+        let text = std::fs::read_to_string(&file).with_context(|| {
+            format!(
+                "{}: cannot read (is {} a task directory?)",
+                file.display(),
+                dir.display()
+            )
+        })?;
+        let raw: RawTask = toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {}", file.display(), e.to_string().trim_end()))?;
+        Self::validate(dir, &file, raw)
+    }
+
+    fn validate(dir: PathBuf, file: &Path, raw: RawTask) -> Result<Task> {
+        let f = file.display();
+        if raw.name.is_empty()
+            || !raw
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            bail!(
+                "{f}: name = {:?}: use letters, digits, '-', '_' or '.' (it names a git branch)",
+                raw.name
+            );
+        }
+        if raw.files.editable.is_empty() {
+            bail!(
+                "{f}: files.editable is empty: list the globs a candidate may change, e.g. [\"kernel.c\"]"
+            );
+        }
+        let editable = globset(file, "files.editable", &raw.files.editable)?;
+        let exclude = globset(file, "files.exclude", &raw.files.exclude)?;
+        let hand_tuned = existing(
+            &dir,
+            file,
+            "baselines.hand_tuned",
+            raw.baselines.hand_tuned,
+            true,
+        )?;
+        let workload = existing(
+            &dir,
+            file,
+            "context.workload",
+            raw.context.workload.filter(|w| !w.is_empty()),
+            false,
+        )?;
+        let params = match raw.params {
+            Some(table) => Some(parse_params(file, &editable, table)?),
+            None => None,
+        };
+        Ok(Task {
+            name: raw.name,
+            description: raw.description.trim().to_string(),
+            editable_globs: raw.files.editable,
+            editable,
+            exclude,
+            commands: commands(file, raw.commands)?,
+            metric: metric(file, raw.metric)?,
+            judge: judge(file, raw.judge)?,
+            hand_tuned,
+            params,
+            workload,
+            model: raw.context.model,
+            toolchain: raw
+                .context
+                .toolchain
+                .unwrap_or_else(|| vec![DEFAULT_TOOLCHAIN.to_string()]),
+            dir,
+        })
+    }
+
+    pub fn is_editable(&self, path: &RelPath) -> bool {
+        self.editable.is_match(path.as_str())
+    }
+
+    /// The task's source as given (build outputs matched by `files.exclude` left out).
+    pub fn source_tree(&self) -> Result<FileTree> {
+        FileTree::read_dir(&self.dir, &self.exclude)
+            .with_context(|| format!("reading task {}", self.dir.display()))
+    }
+
+    /// The hand-tuned tree: the task's source with the baseline directory overlaid at the root.
+    /// The overlay may only replace editable files, so both trees share one harness.
+    pub fn hand_tuned_tree(&self, source: &FileTree) -> Result<Option<FileTree>> {
+        let Some(base) = &self.hand_tuned else {
+            return Ok(None);
+        };
+        let overlay = FileTree::read_dir(&base.under(&self.dir), &self.exclude)
+            .with_context(|| format!("reading baseline {}", base))?;
+        let mut tree = source.clone();
+        for (path, bytes) in overlay.iter() {
+            if !self.is_editable(path) {
+                bail!(
+                    "baseline {base}/{path} replaces a file that is not editable; a baseline may only replace editable files"
+                );
+            }
+            tree.insert(path.clone(), bytes.clone());
+        }
+        Ok(Some(tree))
+    }
+
+    /// The parameter assignment the given tree's rendered file holds.
+    pub fn params_of(&self, tree: &FileTree) -> Option<Params> {
+        let spec = self.params.as_ref()?;
+        let text = std::str::from_utf8(tree.get(&spec.file)?).ok()?;
+        sandbox::parse_params(spec.format, text).ok()
+    }
+}
+
+/// `[commands]`: test and bench are required, the timeout positive, no secret passed through.
+fn commands(file: &Path, raw: RawCommands) -> Result<Commands> {
+    let f = file.display();
+    let missing = |field: &str, example: &str| {
+        anyhow::anyhow!("{f}: commands.{field} is missing: add e.g. {field} = {example:?}")
+    };
+    let test = raw
+        .test
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| missing("test", "./check"))?;
+    let bench = raw
+        .bench
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| missing("bench", "./bench"))?;
+    let timeout_s = raw.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
+    if timeout_s == 0 {
+        bail!("{f}: commands.timeout_s = 0: give a positive number of seconds");
+    }
+    if let Some(secret) = raw.env.iter().find(|n| is_secret_name(n)) {
+        bail!("{f}: commands.env names {secret:?}: secrets are never passed to task commands");
+    }
+    Ok(Commands {
+        build: raw.build.filter(|b| !b.trim().is_empty()),
+        test,
+        bench,
+        timeout: Duration::from_secs(timeout_s),
+        env: raw.env,
+    })
+}
+
+/// `[metric]`: a known direction and fractions and factors in their ranges.
+fn metric(file: &Path, raw: RawMetric) -> Result<Metric> {
+    let f = file.display();
+    let direction: Direction = raw.direction.parse().map_err(|_| {
+        anyhow::anyhow!(
+            "{f}: metric.direction = {:?}: expected \"maximize\" or \"minimize\"",
+            raw.direction
+        )
+    })?;
+    let min_gain = raw.min_gain.unwrap_or(DEFAULT_MIN_GAIN);
+    if !(0.0..1.0).contains(&min_gain) {
+        bail!("{f}: metric.min_gain = {min_gain}: expected a fraction in [0, 1), e.g. 0.02 for 2%");
+    }
+    let case_tolerance = raw.case_tolerance.unwrap_or(DEFAULT_CASE_TOLERANCE);
+    if !(0.0..1.0).contains(&case_tolerance) {
+        bail!("{f}: metric.case_tolerance = {case_tolerance}: expected a fraction in [0, 1)");
+    }
+    let plausible_factor = raw.plausible_factor.unwrap_or(DEFAULT_PLAUSIBLE_FACTOR);
+    if plausible_factor.is_nan() || plausible_factor <= 1.0 {
+        bail!(
+            "{f}: metric.plausible_factor = {plausible_factor}: expected a factor above 1, e.g. 10"
+        );
+    }
+    Ok(Metric {
+        name: raw.name,
+        direction,
+        min_gain,
+        case_tolerance,
+        plausible_factor,
+    })
+}
+
+/// `[judge]`: 6 <= min_pairs <= max_pairs <= 200 and a confidence level in [0.5, 1).
+fn judge(file: &Path, raw: RawJudge) -> Result<JudgeSettings> {
+    let f = file.display();
+    let judge = JudgeSettings {
+        min_pairs: raw.min_pairs.unwrap_or(DEFAULT_MIN_PAIRS),
+        max_pairs: raw.max_pairs.unwrap_or(DEFAULT_MAX_PAIRS),
+        confidence: raw.confidence.unwrap_or(DEFAULT_CONFIDENCE),
+    };
+    if judge.min_pairs < 6 || judge.max_pairs < judge.min_pairs || judge.max_pairs > 200 {
+        bail!(
+            "{f}: judge.min_pairs = {}, judge.max_pairs = {}: need 6 <= min_pairs <= max_pairs <= 200",
+            judge.min_pairs,
+            judge.max_pairs
+        );
+    }
+    if !(0.5..1.0).contains(&judge.confidence) {
+        bail!(
+            "{f}: judge.confidence = {}: expected a level in [0.5, 1), e.g. 0.95",
+            judge.confidence
+        );
+    }
+    Ok(judge)
+}
+
+/// A path the task names under its directory, which must exist (a directory when `dir`).
+fn existing(
+    root: &Path,
+    file: &Path,
+    field: &str,
+    raw: Option<String>,
+    dir: bool,
+) -> Result<Option<RelPath>> {
+    let f = file.display();
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let p = RelPath::new(raw.trim_end_matches('/'))
+        .map_err(|e| anyhow::anyhow!("{f}: {field}: {e}"))?;
+    let abs = p.under(root);
+    let (ok, what) = if dir {
+        (abs.is_dir(), "directory")
+    } else {
+        (abs.is_file(), "file")
+    };
+    if !ok {
+        bail!(
+            "{f}: {field} = {raw:?}: no such {what} under {}",
+            root.display()
+        );
+    }
+    Ok(Some(p))
+}

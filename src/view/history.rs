@@ -1,0 +1,53 @@
+//! The rows `history` prints and the review page lists: one per run, with its verdict counts,
+//! best entry and model usage, filtered by task, context, start time and verdict.
+
+use crate::measure::Verdict;
+use crate::record::Store;
+use crate::task::branch_name;
+use anyhow::Result;
+use serde_json::{Value, json};
+
+/// Which runs `history` shows.
+#[derive(Default)]
+pub struct HistoryFilter {
+    pub task: Option<String>,
+    pub context: Option<String>,
+    /// RFC 3339 UTC; runs that started at or after it.
+    pub since: Option<String>,
+    pub verdict: Option<Verdict>,
+}
+
+/// The rows `history` shows (one JSON object per run), filtered.
+pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<Value>> {
+    let task = filter.task.as_deref();
+    let runs = store.runs(task).await?;
+    let mut rows = Vec::new();
+    for run in &runs {
+        if filter
+            .context
+            .as_ref()
+            .is_some_and(|c| *c != run.context_id)
+            || filter.since.as_ref().is_some_and(|s| run.started_at < *s)
+        {
+            continue;
+        }
+        let counts = store.verdict_counts(run.id).await?;
+        if filter.verdict.is_some_and(|v| counts.get(v) == 0) {
+            continue;
+        }
+        let best = store
+            .incumbent(&branch_name(&run.task, &run.context_id))
+            .await?;
+        let (tokens, requests) = store.run_usage(run.id).await?;
+        rows.push(json!({
+            "run": run.id, "task": run.task, "context_id": run.context_id, "proposer": run.proposer,
+            "budget": run.budget, "status": run.status, "started_at": run.started_at, "finished_at": run.finished_at,
+            "candidates": counts.total(),
+            "accepted": counts.accepted, "rejected": counts.rejected, "failed": counts.failed, "quarantined": counts.quarantined,
+            "start_score": run.start_score, "hand_tuned_score": run.hand_tuned_score,
+            "best_entry": best.as_ref().map(|b| b.id), "best_score": best.and_then(|b| b.score),
+            "message": run.message, "model_tokens": tokens, "model_requests": requests,
+        }));
+    }
+    Ok(rows)
+}

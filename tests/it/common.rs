@@ -1,0 +1,163 @@
+//! Test helpers: each test gets its own temp dir with a copy of a task, its own runs.db and
+//! ledger, and runs the real `polymorph` binary.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+
+pub struct Env {
+    pub dir: TempDir,
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        let (src, dst) = (entry.path(), to.join(&name));
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&src, &dst);
+        } else if !["check", "bench"].contains(&name.to_str().unwrap())
+            && !name.to_str().unwrap().ends_with(".o")
+        {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Copies `tasks/NAME` or `tests/fixtures/NAME` into this env and returns its path.
+    pub fn task(&self, name: &str) -> PathBuf {
+        let src = [
+            repo().join("tasks").join(name),
+            repo().join("tests/fixtures").join(name),
+        ]
+        .into_iter()
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| panic!("no task {name}"));
+        let dst = self.path().join(name);
+        copy_dir(&src, &dst);
+        dst
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.path().join("runs.db")
+    }
+
+    pub fn ledger(&self) -> PathBuf {
+        self.path().join("ledger")
+    }
+
+    /// The polymorph binary with this env's db and ledger.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("polymorph").unwrap();
+        c.current_dir(self.path())
+            .env_remove("POLYMORPH_DB")
+            .env_remove("POLYMORPH_LEDGER")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("POLYMORPH_MODEL");
+        c.arg("--db")
+            .arg(self.db())
+            .arg("--ledger")
+            .arg(self.ledger());
+        c
+    }
+
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let out = self.cmd().args(args).arg("--json").output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    }
+
+    /// The polymorph binary with this env's db and ledger, started in the background with
+    /// stdin and output closed (for tests that kill or signal it).
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("polymorph"))
+            .current_dir(self.path())
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .args([
+                "--db",
+                self.db().to_str().unwrap(),
+                "--ledger",
+                self.ledger().to_str().unwrap(),
+            ])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    /// A spin run whose replay makes each step in `pads` an accepted entry: the wasted work starts
+    /// at 80% and each step is a clear gain (e.g. [400, 150, 0]). Returns the task directory.
+    pub fn accepted_entries(&self, pads: &[u32]) -> PathBuf {
+        let task = self.task("spin");
+        std::fs::write(task.join("params.h"), "#define PAD_PERMILLE 800\n").unwrap();
+        let lines: Vec<String> = pads
+            .iter()
+            .map(|p| serde_json::json!({ "files": { "params.h": format!("#define PAD_PERMILLE {p}\n") } }).to_string())
+            .collect();
+        let replay = self.write("steps.jsonl", &(lines.join("\n") + "\n"));
+        let report = self.json(&[
+            "run",
+            task.to_str().unwrap(),
+            "--proposer",
+            &format!("replay:{}", replay.display()),
+        ]);
+        assert_eq!(
+            report["accepted"].as_u64(),
+            Some(pads.len() as u64),
+            "{report}"
+        );
+        task
+    }
+
+    /// `git` on the ledger, as a person would run it.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(self.ledger())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+/// One replay line with whole-file content.
+pub fn files_line(path: &str, content: &str, note: &str) -> String {
+    serde_json::json!({ "files": { path: content }, "note": note }).to_string()
+}

@@ -1,0 +1,15 @@
+//! The integration suite, one binary (each separate test binary re-links everything, which on
+//! 2 cores costs more than the tests): a module per concern, all running the real `polymorph`
+//! binary on real tasks, real git ledgers, real runs.db files and real HTTP servers on loopback.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod adversarial;
+mod agent;
+mod common;
+mod faults;
+mod layers;
+mod polymorphic;
+mod resume;
+mod review;
+mod run_cli;
+mod serve;
