@@ -42,10 +42,12 @@ pub enum Command {
     Show(ShowArgs),
     /// Accepted entries waiting for review, oldest first.
     Review(ReviewArgs),
-    /// Approve a ledger entry (e.g. e7) after reading its diff and numbers.
+    /// Approve a ledger entry (e.g. e7) after reading its diff and numbers; or release a
+    /// quarantined candidate (its number, with --note saying why its gain is real) into the ledger.
     Approve(ApproveArgs),
     /// Reject a ledger entry: a revert commit restores the best entry left on its branch, and
-    /// every later entry of the branch (built on this one) is rejected with it.
+    /// every later entry of the branch (built on this one) is rejected with it. A quarantined
+    /// candidate (its number) is dismissed.
     Reject(RejectArgs),
     /// An entry as a patch against the task as given, for `git am` or `git apply`.
     Export(ExportArgs),
@@ -201,6 +203,11 @@ pub struct BestArgs {
     /// Write the best entry's whole tree into this directory (new or empty).
     #[arg(long)]
     pub emit: Option<PathBuf>,
+    /// Only entries a reviewer approved (the task as given counts as approved): what to deploy
+    /// where every change waits for review. Without it, the newest entry not rejected, which
+    /// may still be pending review.
+    #[arg(long)]
+    pub approved: bool,
     #[arg(long)]
     pub json: bool,
 }

@@ -20,6 +20,8 @@ pub enum SandboxError {
     Empty,
     #[error("protected file {0} changed on disk (hash mismatch)")]
     HashMismatch(String),
+    #[error("the built tree changed after the build: {0}")]
+    Tampered(String),
     #[error("protected file {0} is missing")]
     Missing(String),
     #[error("{path}: {why}")]

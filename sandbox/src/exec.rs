@@ -2,7 +2,7 @@
 //! environment the caller passes (never the parent's), its own process group (killed whole on
 //! timeout, on cancel, and after it exits so nothing outlives it), output captured to files and
 //! kept as a capped tail, a file-size limit, and, where `bwrap` works, a read-only root, a
-//! private /tmp, no network and its own PID namespace.
+//! private /tmp, no network, its own PID namespace and no capabilities (root included).
 
 use crate::SandboxError;
 use std::fs::File;
@@ -26,14 +26,42 @@ const CANCEL_POLL: Duration = Duration::from_millis(100);
 /// How commands are isolated on this machine.
 #[derive(Debug, Clone)]
 pub enum Isolation {
-    /// bubblewrap at this path works here.
-    Bwrap(PathBuf),
+    /// bubblewrap at `path` works here. `userns`: it can also put commands in a user namespace
+    /// of their own in which no further namespace can be made (`--unshare-user
+    /// --disable-userns`); without it commands still run with every capability dropped.
+    Bwrap { path: PathBuf, userns: bool },
     /// No isolation beyond process groups and the scrubbed environment; the reason why.
     Plain(String),
 }
 
+/// The namespaces and mounts every sandboxed command gets, before its tree is bound.
+const BWRAP_BASE: [&str; 14] = [
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    // A fresh procfs is writable; sysctls must not be (uid 0 may write many without any capability).
+    "--ro-bind",
+    "/proc/sys",
+    "/proc/sys",
+    "--tmpfs",
+    "/tmp",
+    "--unshare-net",
+    "--unshare-pid",
+];
+
+/// No capabilities, even for root: no remounting, unmounting or new mount namespaces.
+const BWRAP_NO_CAPS: [&str; 2] = ["--cap-drop", "ALL"];
+
+/// A user namespace of the command's own in which it cannot create another one (`unshare`).
+const BWRAP_USERNS: [&str; 2] = ["--unshare-user", "--disable-userns"];
+
 impl Isolation {
-    /// Uses bwrap when it is on the PATH and can actually create its namespaces here.
+    /// Uses bwrap when it is on the PATH and can actually create its namespaces here, with a
+    /// user namespace when the machine allows one.
     pub fn detect(path_var: &str) -> Isolation {
         let found = path_var
             .split(':')
@@ -42,24 +70,35 @@ impl Isolation {
         let Some(bwrap) = found else {
             return Isolation::Plain("bwrap is not installed (Debian package `bubblewrap`)".into());
         };
-        let probe = std::process::Command::new(&bwrap)
-            .args([
-                "--ro-bind",
-                "/",
-                "/",
-                "--dev",
-                "/dev",
-                "--unshare-net",
-                "--unshare-pid",
-                "--die-with-parent",
-                "true",
-            ])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .output();
-        match probe {
-            Ok(out) if out.status.success() => Isolation::Bwrap(bwrap),
+        let probe = |userns: bool| {
+            let mut args: Vec<&str> = BWRAP_BASE.to_vec();
+            args.extend(BWRAP_NO_CAPS);
+            if userns {
+                args.extend(BWRAP_USERNS);
+            }
+            args.extend(["--die-with-parent", "true"]);
+            std::process::Command::new(&bwrap)
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .output()
+        };
+        match probe(true) {
+            Ok(out) if out.status.success() => {
+                return Isolation::Bwrap {
+                    path: bwrap,
+                    userns: true,
+                };
+            }
+            Ok(_) => {}
+            Err(e) => return Isolation::Plain(format!("bwrap did not start: {e}")),
+        }
+        match probe(false) {
+            Ok(out) if out.status.success() => Isolation::Bwrap {
+                path: bwrap,
+                userns: false,
+            },
             Ok(out) => Isolation::Plain(format!(
                 "bwrap cannot create namespaces here: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
@@ -70,13 +109,26 @@ impl Isolation {
 
     pub fn describe(&self) -> String {
         match self {
-            Isolation::Bwrap(p) => format!(
-                "bwrap ({}): read-only root, private /tmp, no network",
-                p.display()
+            Isolation::Bwrap { path, userns } => format!(
+                "bwrap ({}): read-only root, private /tmp, no network, no capabilities{}",
+                path.display(),
+                if *userns {
+                    ", no new namespaces"
+                } else {
+                    " (no user namespace here: `unshare` of a user namespace is not refused)"
+                }
             ),
             Isolation::Plain(why) => format!("none: {why}"),
         }
     }
+}
+
+/// Whether a command may write its tree: a build may; a test or a benchmark sees the build's
+/// outputs read-only (under bwrap), so nothing it runs can replace them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeAccess {
+    Writable,
+    ReadOnly,
 }
 
 /// One command to run.
@@ -84,8 +136,10 @@ impl Isolation {
 pub struct CommandSpec<'a> {
     /// Run with `sh -c`.
     pub script: &'a str,
-    /// The candidate's tree: the working directory and the only writable place under bwrap.
+    /// The candidate's tree: the working directory and, when `tree` is writable, the only
+    /// writable place under bwrap besides a private /tmp.
     pub cwd: &'a Path,
+    pub tree: TreeAccess,
     /// The complete environment of the command.
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
@@ -212,37 +266,20 @@ impl Runner {
     fn argv(&self, spec: &CommandSpec<'_>) -> Vec<String> {
         let cwd = spec.cwd.display().to_string();
         let mut argv = Vec::new();
-        if let Isolation::Bwrap(bwrap) = &self.isolation {
-            argv.push(bwrap.display().to_string());
-            for a in [
-                "--ro-bind",
-                "/",
-                "/",
-                "--dev",
-                "/dev",
-                "--proc",
-                "/proc",
-                "--tmpfs",
-                "/tmp",
-            ] {
-                argv.push(a.into());
+        if let Isolation::Bwrap { path, userns } = &self.isolation {
+            argv.push(path.display().to_string());
+            argv.extend(BWRAP_BASE.iter().map(|a| a.to_string()));
+            argv.extend(BWRAP_NO_CAPS.iter().map(|a| a.to_string()));
+            if *userns {
+                argv.extend(BWRAP_USERNS.iter().map(|a| a.to_string()));
             }
             // The tree may live under /tmp: bind it after the tmpfs so it shows through.
-            argv.extend([
-                "--bind".into(),
-                cwd.clone(),
-                cwd.clone(),
-                "--chdir".into(),
-                cwd,
-            ]);
-            for a in [
-                "--unshare-net",
-                "--unshare-pid",
-                "--unshare-ipc",
-                "--die-with-parent",
-                "--new-session",
-                "--",
-            ] {
+            let bind = match spec.tree {
+                TreeAccess::Writable => "--bind",
+                TreeAccess::ReadOnly => "--ro-bind",
+            };
+            argv.extend([bind.into(), cwd.clone(), cwd.clone(), "--chdir".into(), cwd]);
+            for a in ["--unshare-ipc", "--die-with-parent", "--new-session", "--"] {
                 argv.push(a.into());
             }
         }
@@ -269,7 +306,7 @@ impl Runner {
                 std::process::id(),
                 TOKEN_SEQ.fetch_add(1, Ordering::SeqCst)
             )),
-            Isolation::Bwrap(_) => None,
+            Isolation::Bwrap { .. } => None,
         };
         let mut env = spec.env.clone();
         env.extend(token.iter().map(|t| (TOKEN_VAR.to_string(), t.clone())));

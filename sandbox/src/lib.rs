@@ -11,12 +11,14 @@ mod exec;
 mod params;
 mod patch;
 mod path;
+mod snapshot;
 mod workspace;
 
 pub use change::{Change, Edit, Limits, VerifiedChange, verify_change};
 pub use error::SandboxError;
-pub use exec::{CancelFlag, CommandSpec, ExitKind, Isolation, Outcome, Runner};
+pub use exec::{CancelFlag, CommandSpec, ExitKind, Isolation, Outcome, Runner, TreeAccess};
 pub use params::{ParamFormat, parse_params, render_params};
 pub use patch::{FilePatch, parse_unified_diff};
 pub use path::RelPath;
+pub use snapshot::Snapshot;
 pub use workspace::{FileTree, Manifest, Workspace, sha256_hex};

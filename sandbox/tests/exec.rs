@@ -3,7 +3,8 @@
 //! and under bwrap the root is read-only and the network is gone.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use sandbox::{CancelFlag, CommandSpec, ExitKind, Isolation, Runner};
+use sandbox::{CancelFlag, CommandSpec, ExitKind, Isolation, Runner, TreeAccess};
+use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +18,7 @@ fn spec<'a>(script: &'a str, dir: &'a Path, timeout_ms: u64) -> CommandSpec<'a> 
     CommandSpec {
         script,
         cwd: dir,
+        tree: TreeAccess::Writable,
         env: vec![("PATH".into(), path_var())],
         timeout: Duration::from_millis(timeout_ms),
         output_cap: 4096,
@@ -24,14 +26,26 @@ fn spec<'a>(script: &'a str, dir: &'a Path, timeout_ms: u64) -> CommandSpec<'a> 
     }
 }
 
-fn runners() -> Vec<Runner> {
-    let mut r = vec![Runner::new(Isolation::Plain("test".into()))];
+/// Says on the real stderr (which the test harness does not capture, so CI's log shows it)
+/// that a guarantee was not tested here.
+fn skipped(why: &str) {
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+}
+
+/// The bwrap runner, or `None` after saying why it is skipped.
+fn bwrap_runner(test: &str) -> Option<Runner> {
     match Isolation::detect(&path_var()) {
-        iso @ Isolation::Bwrap(_) => r.push(Runner::new(iso)),
+        iso @ Isolation::Bwrap { .. } => Some(Runner::new(iso)),
         Isolation::Plain(why) => {
-            eprintln!("bwrap not usable here ({why}): isolation tests skipped")
+            skipped(&format!("{test}: bwrap not usable here ({why})"));
+            None
         }
     }
+}
+
+fn runners() -> Vec<Runner> {
+    let mut r = vec![Runner::new(Isolation::Plain("test".into()))];
+    r.extend(bwrap_runner("the bwrap half of an isolation test"));
     r
 }
 
@@ -174,13 +188,9 @@ fn file_size_limit_stops_a_runaway_writer() {
 
 #[test]
 fn bwrap_makes_the_root_read_only_and_cuts_the_network() {
-    let Isolation::Bwrap(bwrap) = Isolation::detect(&path_var()) else {
-        eprintln!(
-            "bwrap not usable here: skipped (commands then run without filesystem/network confinement)"
-        );
+    let Some(runner) = bwrap_runner("read-only root and no network") else {
         return;
     };
-    let runner = Runner::new(Isolation::Bwrap(bwrap));
     let dir = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -198,4 +208,77 @@ fn bwrap_makes_the_root_read_only_and_cuts_the_network() {
     assert!(out.stdout.contains("wrote-inside"), "{}", out.stdout);
     assert!(!out.stdout.contains("connected"), "{}", out.stdout);
     assert!(!outside.path().join("escaped").exists());
+}
+
+/// As root (here, in CI, in most GPU containers) a command must hold no capability: each of
+/// these would otherwise let it write the host file system or leave its namespaces.
+#[test]
+fn root_inside_bwrap_can_neither_remount_nor_unshare_nor_write_sysctls() {
+    let Some(runner) = bwrap_runner("root attacks on the sandbox") else {
+        return;
+    };
+    // SAFETY: geteuid(2) reads the process's effective uid; no memory is touched.
+    if unsafe { libc::geteuid() } != 0 {
+        skipped("root attacks on the sandbox: not running as root, so they prove less here");
+    }
+    let userns = matches!(runner.isolation(), Isolation::Bwrap { userns: true, .. });
+    let dir = tempfile::tempdir().unwrap();
+    // Outside /tmp, so a write there would land on the host's root file system.
+    let outside = tempfile::tempdir_in("/var/tmp").unwrap();
+    let host_tmp = tempfile::tempdir().unwrap();
+    let out = outside.path().display();
+    let mut attacks = vec![
+        ("remount / read-write", format!("mount -o remount,rw,bind / && echo x > {out}/remount")),
+        ("remount the tree's parent", format!("mount -o remount,rw / 2>/dev/null; echo x > {out}/rw")),
+        ("unmount the private /tmp", format!("umount /tmp && echo x > {}/umount", host_tmp.path().display())),
+        ("new mount namespace", "unshare -m true".to_string()),
+        ("bind mount", format!("mount --bind /tmp {out}")),
+        (
+            "write a sysctl",
+            "v=$(cat /proc/sys/kernel/printk_ratelimit) && echo \"$v\" > /proc/sys/kernel/printk_ratelimit".to_string(),
+        ),
+        ("write outside the tree", format!("echo x > {out}/direct")),
+    ];
+    if userns {
+        attacks.push(("new user namespace", "unshare -U true".to_string()));
+        attacks.push((
+            "map root in a new user namespace",
+            "unshare -r -m true".to_string(),
+        ));
+    } else {
+        skipped("`unshare -U` refusal: this machine gives bwrap no user namespace");
+    }
+    for (what, script) in &attacks {
+        let result = runner
+            .run(&spec(script, dir.path(), 10_000), &no_cancel())
+            .unwrap();
+        assert!(
+            !result.success(),
+            "{what} succeeded inside the sandbox: {result:?}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(host_tmp.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_read_only_tree_cannot_be_written_but_tmp_can() {
+    let Some(runner) = bwrap_runner("read-only tree") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("check"), "built").unwrap();
+    let mut s = spec(
+        "echo impostor > check; echo new > new; echo scratch > /tmp/s && cat /tmp/s",
+        dir.path(),
+        10_000,
+    );
+    s.tree = TreeAccess::ReadOnly;
+    let result = runner.run(&s, &no_cancel()).unwrap();
+    assert!(result.stdout.contains("scratch"), "{result:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("check")).unwrap(),
+        "built"
+    );
+    assert!(!dir.path().join("new").exists());
 }

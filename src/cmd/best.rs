@@ -5,7 +5,7 @@ use super::output::{fmt_score, print_json};
 use crate::cli::{BestArgs, Cli};
 use anyhow::{Context as _, Result, bail};
 use polymorph::record::store::EntryRow;
-use polymorph::record::{EntryKind, Ledger, Store};
+use polymorph::record::{EntryKind, Ledger, ReviewState, Store};
 use polymorph::task::{branch_name, resolve};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -21,10 +21,12 @@ pub async fn best(cli: &Cli, a: BestArgs) -> Result<()> {
     let ledger_path = cli.ledger.as_path();
     let (name, ctx) = task_and_context(store, task, context).await?;
     let branch = branch_name(&name, &ctx);
-    let e = store
-        .incumbent(&branch)
-        .await?
-        .with_context(|| format!("no entries for {name} in context {ctx} (branch {branch})"))?;
+    let e = if a.approved {
+        store.best_approved(&branch).await?
+    } else {
+        store.incumbent(&branch).await?
+    }
+    .with_context(|| format!("no entries for {name} in context {ctx} (branch {branch})"))?;
     let origin = store
         .origin(&branch)
         .await?
@@ -54,11 +56,12 @@ pub async fn best(cli: &Cli, a: BestArgs) -> Result<()> {
     if json {
         return print_json(&json!({
             "task": name, "context_id": ctx, "branch": branch, "entry": e.id, "kind": e.kind, "commit": e.commit_sha,
-            "score": e.score, "review_state": e.review_state, "params": params,
+            "score": e.score, "review_state": e.review_state, "approved": e.review_state == ReviewState::Approved,
+            "approved_only": a.approved, "params": params,
             "deploy": { "params": params, "files": changed }, "emitted": emit.map(|d| d.display().to_string()),
         }));
     }
-    print_best(&name, &ctx, &branch, &e, params, &changed, emit);
+    print_best(&name, &ctx, &branch, &e, params, &changed, emit, a.approved);
     Ok(())
 }
 
@@ -102,6 +105,7 @@ async fn task_and_context(
 }
 
 /// The entry in a few lines for people.
+#[allow(clippy::too_many_arguments)]
 fn print_best(
     name: &str,
     ctx: &str,
@@ -110,11 +114,12 @@ fn print_best(
     params: Option<Value>,
     changed: &serde_json::Map<String, Value>,
     emit: Option<&Path>,
+    approved_only: bool,
 ) {
-    let what = if e.kind == EntryKind::Origin {
-        "the task as given (nothing accepted yet)".to_string()
-    } else {
-        format!("entry e{}", e.id)
+    let what = match (e.kind, approved_only) {
+        (EntryKind::Origin, false) => "the task as given (nothing accepted yet)".to_string(),
+        (EntryKind::Origin, true) => "the task as given (no entry approved yet)".to_string(),
+        (EntryKind::Accepted, _) => format!("entry e{}", e.id),
     };
     println!("best for {name} in context {ctx}: {what}");
     println!(
@@ -123,6 +128,13 @@ fn print_best(
         e.review_state,
         fmt_score(e.score)
     );
+    match e.review_state {
+        ReviewState::Approved => {}
+        ReviewState::Pending => println!(
+            "  review   PENDING: not approved yet (`polymorph review`); `best --approved` names the best approved entry"
+        ),
+        ReviewState::Rejected => println!("  review   REJECTED"),
+    }
     if let Some(p) = params {
         println!("  params {p}");
     }

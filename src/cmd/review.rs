@@ -4,11 +4,34 @@ use super::output::print_json;
 use crate::cli::{ApproveArgs, Cli, ExportArgs, RejectArgs, ReviewArgs};
 use anyhow::{Context as _, Result};
 use polymorph::measure::pct;
-use polymorph::record::{Ledger, ReviewState, Store, review};
+use polymorph::record::store::{CandidateRow, QuarantinedRow};
+use polymorph::record::{Ledger, ReviewState, Store, quarantine, review};
 use polymorph::view::entry_arg;
+
+/// A bare number names a candidate (for quarantine decisions); `e7` or a commit an entry.
+async fn quarantined_arg(store: &Store, id: &str) -> Result<Option<CandidateRow>> {
+    let Ok(n) = id.parse::<i64>() else {
+        return Ok(None);
+    };
+    Ok(Some(store.candidate(n).await?.with_context(|| {
+        format!("no candidate {n} in runs.db (entries are written e7)")
+    })?))
+}
 
 pub async fn approve(cli: &Cli, a: ApproveArgs) -> Result<()> {
     let store = Store::open(&cli.db).await?;
+    if let Some(c) = quarantined_arg(&store, &a.id).await? {
+        let by = review::reviewer(a.by);
+        let why = a.note.unwrap_or_default();
+        let d = quarantine::release(&store, &cli.db, &cli.ledger, &c, &by, &why).await?;
+        println!(
+            "candidate {} released from quarantine by {by} into e{} (commit {})",
+            d.candidate,
+            d.entry.unwrap_or(0),
+            d.commit.as_deref().unwrap_or("-")
+        );
+        return Ok(());
+    }
     let e = entry_arg(&store, &a.id).await?;
     let by = review::reviewer(a.by);
     review::approve(&store, &cli.db, &e, &by, a.note.as_deref()).await?;
@@ -18,8 +41,16 @@ pub async fn approve(cli: &Cli, a: ApproveArgs) -> Result<()> {
 
 pub async fn reject(cli: &Cli, a: RejectArgs) -> Result<()> {
     let store = Store::open(&cli.db).await?;
-    let e = entry_arg(&store, &a.id).await?;
     let by = review::reviewer(a.by);
+    if let Some(c) = quarantined_arg(&store, &a.id).await? {
+        let d = quarantine::dismiss(&store, &cli.db, &c, &by, &a.reason).await?;
+        if a.json {
+            return print_json(&d);
+        }
+        println!("candidate {} dismissed by {by}", d.candidate);
+        return Ok(());
+    }
+    let e = entry_arg(&store, &a.id).await?;
     let r = review::reject(&store, &cli.db, &cli.ledger, &e, &by, &a.reason).await?;
     if a.json {
         return print_json(&r);
@@ -57,8 +88,13 @@ pub async fn review(cli: &Cli, a: ReviewArgs) -> Result<()> {
     if json {
         return print_json(&rows);
     }
-    if rows.is_empty() {
+    let quarantined = store.quarantined(a.task.as_deref()).await?;
+    if rows.is_empty() && quarantined.is_empty() {
         println!("nothing waits for review");
+        return Ok(());
+    }
+    print_quarantined(&quarantined);
+    if rows.is_empty() {
         return Ok(());
     }
     let now = chrono::Utc::now();
@@ -94,4 +130,21 @@ pub async fn review(cli: &Cli, a: ReviewArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Quarantined candidates waiting for a person, with what to do about them.
+fn print_quarantined(rows: &[QuarantinedRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    println!(
+        "quarantined, waiting for a person (`approve N --note WHY` releases, `reject N --reason WHY` dismisses):"
+    );
+    for q in rows {
+        println!(
+            "{:>5}  {:<12} {:<12} {} ({})",
+            q.candidate, q.task, q.context_id, q.reason, q.origin
+        );
+    }
+    println!();
 }

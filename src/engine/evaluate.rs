@@ -227,6 +227,7 @@ impl Harness<'_> {
             round += 1;
             match judge.decide(&ev.pairs) {
                 Decision::Continue => continue,
+                Decision::Invalid { reason } => return Err(Failure::new(Stage::Judge, reason)),
                 Decision::Done {
                     verdict,
                     reason,
@@ -241,7 +242,7 @@ impl Harness<'_> {
         };
         ev.summary = Some(summary);
         if matches!(ev.verdict, Verdict::Accepted | Verdict::Quarantined) {
-            self.test(built.ws.path(), Stage::Retest)?;
+            self.test(built.ws.path(), &built.outputs, Stage::Retest)?;
         }
         ev.built = Some(built);
         Ok(())

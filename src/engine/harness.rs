@@ -8,7 +8,8 @@ use crate::record::Stage;
 use crate::task::{Task, Workload};
 use anyhow::{Context as _, Result, bail};
 use sandbox::{
-    CommandSpec, ExitKind, FileTree, Limits, Manifest, Outcome, RelPath, Runner, Workspace,
+    CommandSpec, ExitKind, FileTree, Limits, Manifest, Outcome, RelPath, Runner, Snapshot,
+    TreeAccess, Workspace,
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -47,6 +48,8 @@ impl Failure {
 pub struct Built {
     pub ws: Workspace,
     pub tree: FileTree,
+    /// The workspace right after the build: every later command first checks it is unchanged.
+    pub outputs: Snapshot,
 }
 
 /// Runs a task's commands for one context.
@@ -163,7 +166,13 @@ impl<'a> Harness<'a> {
         t
     }
 
-    fn run(&mut self, script: &str, dir: &Path, stage: Stage) -> Result<Outcome, Failure> {
+    fn run(
+        &mut self,
+        script: &str,
+        dir: &Path,
+        tree: TreeAccess,
+        stage: Stage,
+    ) -> Result<Outcome, Failure> {
         let mut env = self.base_env.clone();
         env.push(("HOME".into(), dir.display().to_string()));
         env.push(("TMPDIR".into(), "/tmp".into()));
@@ -178,6 +187,7 @@ impl<'a> Harness<'a> {
         let spec = CommandSpec {
             script,
             cwd: dir,
+            tree,
             env,
             timeout: self.task.commands.timeout,
             output_cap: OUTPUT_CAP,
@@ -201,10 +211,23 @@ impl<'a> Harness<'a> {
         }
     }
 
-    fn check_harness(&self, dir: &Path, stage: Stage) -> Result<(), Failure> {
+    /// Before every command: the harness-owned files hash as the task's, and (after the build)
+    /// the workspace is exactly as the build left it.
+    fn check_harness(
+        &self,
+        dir: &Path,
+        outputs: Option<&Snapshot>,
+        stage: Stage,
+    ) -> Result<(), Failure> {
         self.manifest
             .verify(dir)
+            .and_then(|()| outputs.map_or(Ok(()), |o| o.verify(dir)))
             .map_err(|e| Failure::new(stage, e.to_string()))
+    }
+
+    /// Whether `built` is still exactly what was built and tested.
+    pub fn intact(&self, built: &Built) -> Result<(), Failure> {
+        self.check_harness(built.ws.path(), Some(&built.outputs), Stage::Bench)
     }
 
     /// Writes `tree` into a fresh workspace, builds it and runs the test once.
@@ -224,20 +247,29 @@ impl<'a> Harness<'a> {
                 .map_err(|e| Failure::new(Stage::Build, e.to_string()))?;
         }
         if let Some(build) = self.task.commands.build.clone() {
-            self.check_harness(ws.path(), Stage::Build)?;
-            let out = self.run(&build, ws.path(), Stage::Build)?;
+            self.check_harness(ws.path(), None, Stage::Build)?;
+            let out = self.run(&build, ws.path(), TreeAccess::Writable, Stage::Build)?;
             if !out.success() {
                 return Err(self.command_failure(Stage::Build, "build failed", &out));
             }
         }
-        self.test(ws.path(), Stage::Test)?;
-        Ok(Built { ws, tree })
+        // From here on the tree is frozen: read-only under bwrap, and checked against this
+        // snapshot before every command either way.
+        let outputs =
+            Snapshot::of_dir(ws.path()).map_err(|e| Failure::new(Stage::Build, e.to_string()))?;
+        self.test(ws.path(), &outputs, Stage::Test)?;
+        Ok(Built { ws, tree, outputs })
     }
 
-    pub(super) fn test(&mut self, dir: &Path, stage: Stage) -> Result<(), Failure> {
-        self.check_harness(dir, stage)?;
+    pub(super) fn test(
+        &mut self,
+        dir: &Path,
+        outputs: &Snapshot,
+        stage: Stage,
+    ) -> Result<(), Failure> {
+        self.check_harness(dir, Some(outputs), stage)?;
         let test = self.task.commands.test.clone();
-        let out = self.run(&test, dir, stage)?;
+        let out = self.run(&test, dir, TreeAccess::ReadOnly, stage)?;
         if !out.success() {
             let what = if stage == Stage::Retest {
                 "incorrect after benchmarking"
@@ -251,7 +283,7 @@ impl<'a> Harness<'a> {
 
     /// One bench process on `built`: one sample. Holds the machine-wide bench lock meanwhile.
     pub fn bench(&mut self, built: &Built) -> Result<Sample, Failure> {
-        self.check_harness(built.ws.path(), Stage::Bench)?;
+        self.check_harness(built.ws.path(), Some(&built.outputs), Stage::Bench)?;
         let lock = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -275,7 +307,7 @@ impl<'a> Harness<'a> {
             )
         })?;
         let bench = self.task.commands.bench.clone();
-        let result = self.run(&bench, built.ws.path(), Stage::Bench);
+        let result = self.run(&bench, built.ws.path(), TreeAccess::ReadOnly, Stage::Bench);
         let _ = lock.unlock();
         let out = result?;
         self.bench_time += out.wall;

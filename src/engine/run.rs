@@ -299,6 +299,7 @@ impl<'a> Loop<'a> {
                     proposer.name()
                 )));
             };
+            self.keep_incumbent_intact()?;
             tracing::info!(candidate = k, origin = %proposal.origin, "evaluating");
             let judge = Judge {
                 metric: &task.metric,
@@ -335,6 +336,23 @@ impl<'a> Loop<'a> {
             }
         }
         Ok(None)
+    }
+
+    /// A candidate's processes may have reached the incumbent's workspace (without bwrap they
+    /// can): each candidate is measured against the tree that was verified, rebuilt if need be.
+    fn keep_incumbent_intact(&mut self) -> Result<()> {
+        let Err(f) = self.harness.intact(&self.incumbent) else {
+            return Ok(());
+        };
+        tracing::warn!(
+            "the incumbent's workspace was altered ({}); rebuilding it",
+            f.reason
+        );
+        let tree = self.incumbent.tree.clone();
+        let harness = &mut self.harness;
+        self.incumbent = tokio::task::block_in_place(|| harness.prepare(tree))
+            .map_err(|f| anyhow::anyhow!("the incumbent does not pass any more: {}", f.reason))?;
+        Ok(())
     }
 
     async fn proposal_context(&self, with_history: bool) -> Result<ProposalContext> {

@@ -1,6 +1,7 @@
 //! Warm starts: in a context never tuned, the bests of the nearest tuned contexts of the same
 //! task and harness (same hardware first, then same workload) are offered as the first
-//! candidates. Their old numbers are not trusted: each is measured here like any candidate.
+//! candidates, each with its whole tree (its parameters and any edited code). Their old numbers
+//! are not trusted: each is measured here like any candidate.
 
 use crate::record::{EntryKind, Ledger, Store};
 use crate::task::{Fingerprint, Resolved, branch_name};
@@ -49,21 +50,27 @@ pub async fn warm_start(store: &Store, ledger: &Ledger, r: &Resolved) -> Result<
     for (_, id, e) in found.into_iter().take(WARM_START_MAX) {
         let origin = format!("warm-start({id}:e{})", e.id);
         let note = Some(format!("best entry e{} of neighbouring context {id}", e.id));
+        let tree = ledger.read_tree(e.commit()?)?;
+        let files: std::collections::BTreeMap<String, String> = tree
+            .iter()
+            .filter(|(p, b)| r.task.is_editable(p) && r.source.get(p) != Some(b.as_slice()))
+            .map(|(p, b)| (p.to_string(), String::from_utf8_lossy(b).into_owned()))
+            .collect();
+        // The whole tree is re-measured: an entry whose only change is its parameters stays a
+        // parameter assignment (search then never measures it twice); one with edited code
+        // (an agent's) brings every edited file.
+        let params_only = r
+            .task
+            .params
+            .as_ref()
+            .is_some_and(|spec| files.keys().all(|f| *f == spec.file.as_str()));
         let params: Option<Params> = e
             .params
             .as_deref()
             .and_then(|p| serde_json::from_str(p).ok());
-        let change = match params.filter(|_| r.task.params.is_some()) {
+        let change = match params.filter(|_| params_only) {
             Some(p) => ProposedChange::Params(p),
-            None => {
-                let tree = ledger.read_tree(e.commit()?)?;
-                let files = tree
-                    .iter()
-                    .filter(|(p, b)| r.task.is_editable(p) && r.source.get(p) != Some(b.as_slice()))
-                    .map(|(p, b)| (p.to_string(), String::from_utf8_lossy(b).into_owned()))
-                    .collect();
-                ProposedChange::Files(files)
-            }
+            None => ProposedChange::Files(files),
         };
         out.push(Proposal {
             change,

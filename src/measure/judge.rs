@@ -1,12 +1,13 @@
 //! The judge: decides from paired benchmark samples whether a candidate is a verified
 //! improvement. Pure logic, no IO: the caller feeds it one (incumbent, candidate) pair at a time
-//! and stops when it says so. A gain is accepted only when the lower bound of the signed-rank
-//! interval on the paired log-ratio clears `min_gain`, no case regresses beyond tolerance, and
-//! the gain is plausible.
+//! and stops when it says so. A gain is accepted only when, at one of the sequential design's
+//! looks, the lower bound of the signed-rank interval on the paired log-ratio (at that look's
+//! level) clears `min_gain`, no case regresses beyond tolerance, and the gain is plausible.
 
 use super::metric::{JudgeSettings, Metric, log_gain, pct, pct_interval};
 use super::sample::Sample;
-use super::stats::{Interval, median, signed_rank_interval};
+use super::sequential::level_at;
+use super::stats::{Interval, median, signed_rank_interval, signed_rank_interval_tails};
 use super::text_enum::text_enum;
 
 text_enum! {
@@ -30,10 +31,17 @@ pub struct Summary {
     pub pairs: usize,
 }
 
+/// A pair's gain beyond this (a factor of a billion either way) is no measurement of a kernel
+/// but a broken or lying bench: the samples are invalid, never a verdict. (Below it, a gain
+/// over the plausibility factor goes to a human.)
+const MAX_ABS_LOG_GAIN: f64 = 20.723_265_836_946_41; // ln(1e9)
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     /// Not clear yet: benchmark another pair.
     Continue,
+    /// The samples cannot be judged (a non-finite or absurd ratio): the candidate fails.
+    Invalid { reason: String },
     Done {
         verdict: Verdict,
         reason: String,
@@ -51,7 +59,9 @@ pub struct Judge<'a> {
 
 impl Judge<'_> {
     /// Decides after the pairs measured so far. `pairs` holds (incumbent, candidate) samples
-    /// whose cases are already checked to match.
+    /// whose cases are already checked to match. Acceptance happens only at the looks of the
+    /// sequential design, each at its own level; rejection at any pair; `max_pairs` always ends
+    /// the series.
     pub fn decide(&self, pairs: &[(Sample, Sample)]) -> Decision {
         let n = pairs.len();
         let dir = self.metric.direction;
@@ -62,6 +72,29 @@ impl Judge<'_> {
             .zip(&cand_scores)
             .map(|(a, b)| log_gain(dir, *a, *b))
             .collect();
+        if let Some((i, g)) = gains
+            .iter()
+            .enumerate()
+            .find(|(_, g)| !g.is_finite() || g.abs() > MAX_ABS_LOG_GAIN)
+        {
+            return Decision::Invalid {
+                reason: format!(
+                    "invalid samples: pair {} measured {} against {} ({}), beyond a factor of {:.0e} either way",
+                    i + 1,
+                    cand_scores[i],
+                    inc_scores[i],
+                    if g.is_finite() {
+                        format!("{:.3e}x", g.exp())
+                    } else {
+                        "a non-finite ratio".into()
+                    },
+                    MAX_ABS_LOG_GAIN.exp()
+                ),
+            };
+        }
+        if n < self.settings.min_pairs.min(self.settings.max_pairs) {
+            return Decision::Continue;
+        }
         let Some(gain) = signed_rank_interval(&gains, self.settings.confidence) else {
             return Decision::Continue;
         };
@@ -71,46 +104,46 @@ impl Judge<'_> {
             candidate_score: median(&cand_scores),
             pairs: n,
         };
-        let done = |verdict, reason: String| Decision::Done {
-            verdict,
-            reason,
-            summary: summary.clone(),
+        self.verdict(pairs, &gains, summary)
+            .unwrap_or(Decision::Continue)
+    }
+
+    /// The verdict after `summary.pairs` pairs, or `None` to measure another pair.
+    fn verdict(
+        &self,
+        pairs: &[(Sample, Sample)],
+        gains: &[f64],
+        summary: Summary,
+    ) -> Option<Decision> {
+        let n = summary.pairs;
+        let gain = summary.gain;
+        let done = |verdict, reason: String, summary: Summary| {
+            Some(Decision::Done {
+                verdict,
+                reason,
+                summary,
+            })
         };
-        if n < self.settings.min_pairs {
-            return Decision::Continue;
-        }
         let threshold = (1.0 + self.metric.min_gain).ln();
-        let factor = self.metric.plausible_factor.ln();
-        let vs_reference = self
-            .reference
-            .map(|r| log_gain(dir, r, summary.candidate_score));
-        if gain.estimate > factor && vs_reference.is_none_or(|g| g > factor) {
-            let what = match vs_reference {
-                Some(g) => format!(
-                    "{:.1}x the incumbent and {:.1}x the hand-tuned baseline",
-                    gain.estimate.exp(),
-                    g.exp()
-                ),
-                None => format!("{:.1}x the incumbent", gain.estimate.exp()),
-            };
-            return done(
-                Verdict::Quarantined,
-                format!(
-                    "implausible gain: {what}, over the {}x plausibility factor; needs a human",
-                    self.metric.plausible_factor
-                ),
-            );
+        if let Some(why) = self.implausible(&summary) {
+            return done(Verdict::Quarantined, why, summary);
         }
-        if gain.low >= threshold {
+        let at_look = level_at(self.settings, n).and_then(|a| signed_rank_interval_tails(gains, a));
+        if let Some(bound) = at_look.filter(|b| b.low >= threshold) {
             if let Some(reason) = self.case_regression(pairs) {
-                return done(Verdict::Rejected, reason);
+                return done(Verdict::Rejected, reason, summary);
             }
+            let reason = format!(
+                "faster: {} over the incumbent in {n} pairs",
+                pct_interval(&bound)
+            );
             return done(
                 Verdict::Accepted,
-                format!(
-                    "faster: {} over the incumbent in {n} pairs",
-                    pct_interval(&gain)
-                ),
+                reason,
+                Summary {
+                    gain: bound,
+                    ..summary
+                },
             );
         }
         if gain.high < threshold || n >= self.settings.max_pairs {
@@ -125,9 +158,32 @@ impl Judge<'_> {
                     pct_interval(&gain)
                 )
             };
-            return done(Verdict::Rejected, reason);
+            return done(Verdict::Rejected, reason, summary);
         }
-        Decision::Continue
+        None
+    }
+
+    /// Why the gain needs a human: far beyond the incumbent and the hand-tuned baseline.
+    fn implausible(&self, summary: &Summary) -> Option<String> {
+        let factor = self.metric.plausible_factor.ln();
+        let vs_reference = self
+            .reference
+            .map(|r| log_gain(self.metric.direction, r, summary.candidate_score));
+        if summary.gain.estimate <= factor || vs_reference.is_some_and(|g| g <= factor) {
+            return None;
+        }
+        let what = match vs_reference {
+            Some(g) => format!(
+                "{:.1}x the incumbent and {:.1}x the hand-tuned baseline",
+                summary.gain.estimate.exp(),
+                g.exp()
+            ),
+            None => format!("{:.1}x the incumbent", summary.gain.estimate.exp()),
+        };
+        Some(format!(
+            "implausible gain: {what}, over the {}x plausibility factor; needs a human",
+            self.metric.plausible_factor
+        ))
     }
 
     /// The worst case whose estimated change is beyond the tolerance, as a reason.
@@ -213,6 +269,7 @@ mod tests {
         .decide(p)
         {
             Decision::Continue => (None, String::new()),
+            Decision::Invalid { reason } => (Some(Verdict::Failed), reason),
             Decision::Done {
                 verdict, reason, ..
             } => (Some(verdict), reason),
@@ -271,5 +328,32 @@ mod tests {
         let (v, reason) = decide(&pairs(20, 1.02, 1.02), None);
         assert_eq!(v, Some(Verdict::Rejected));
         assert!(reason.starts_with("inconclusive"), "{reason}");
+    }
+
+    #[test]
+    fn a_non_finite_or_absurd_ratio_is_an_invalid_sample_not_a_stall() {
+        let mut m = metric();
+        m.direction = crate::measure::Direction::Minimize;
+        let s = settings();
+        let judge = Judge {
+            metric: &m,
+            settings: &s,
+            reference: None,
+        };
+        // A subnormal time on a minimize task: incumbent / candidate overflows to infinity.
+        let p = vec![(sample(100.0, 100.0), sample(5e-324, 5e-324)); 3];
+        match judge.decide(&p) {
+            Decision::Invalid { reason } => assert!(reason.contains("pair 1"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        let absurd = vec![(sample(100.0, 100.0), sample(1e-300, 1e-300)); 6];
+        assert!(matches!(judge.decide(&absurd), Decision::Invalid { .. }));
+    }
+
+    #[test]
+    fn max_pairs_always_ends_the_series() {
+        let p = pairs(20, 1.03, 1.03);
+        let (v, _) = decide(&p, None);
+        assert!(v.is_some(), "a decision at max_pairs");
     }
 }

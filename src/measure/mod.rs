@@ -6,10 +6,11 @@ pub mod judge;
 pub mod metric;
 pub mod plot;
 pub mod sample;
+pub mod sequential;
 pub mod stats;
 pub(crate) mod text_enum;
 
 pub use judge::{Decision, Judge, Summary, Verdict};
 pub use metric::{Direction, JudgeSettings, Metric, log_gain, pct, pct_interval};
 pub use sample::{Sample, SampleSide, median_score, parse_sample, same_cases};
-pub use stats::{Interval, geomean, median, signed_rank_interval};
+pub use stats::{Interval, geomean, median, signed_rank_interval, signed_rank_interval_tails};

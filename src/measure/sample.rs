@@ -1,7 +1,7 @@
 //! The bench output protocol: every stdout line that is a JSON object with `"metric"` and
 //! `"value"` is a measurement, `"case"` names the shape (default `default`). One bench process is
 //! one sample; its score is the geometric mean over cases. A sample with a duplicate, missing,
-//! non-finite or non-positive measurement is invalid, never a number.
+//! non-finite, subnormal or non-positive measurement is invalid, never a number.
 
 use super::stats::{geomean, median};
 use super::text_enum::text_enum;
@@ -48,6 +48,11 @@ pub fn parse_sample(stdout: &str, metric: &str) -> Result<Sample, String> {
         if !value.is_finite() || value <= 0.0 {
             return Err(format!(
                 "value of case {case} is {value}: a metric must be a positive finite number"
+            ));
+        }
+        if !value.is_normal() {
+            return Err(format!(
+                "value of case {case} is {value:e}: a subnormal number is no measurement"
             ));
         }
         if cases.insert(case.clone(), value).is_some() {
@@ -107,6 +112,7 @@ mod tests {
             (line("a", "0"), "positive finite"),
             (line("a", "-3"), "positive finite"),
             (line("a", "\"fast\""), "not a number"),
+            (line("a", "5e-324"), "subnormal"),
         ] {
             let err = parse_sample(&out, "g").err().unwrap_or_default();
             assert!(err.contains(want), "{out}: {err}");

@@ -36,6 +36,12 @@ fn signed_rank_cdf(n: usize) -> Vec<f64> {
 /// Hodges-Lehmann estimate and signed-rank interval of the center of `diffs` at `confidence`.
 /// `None` for an empty input or non-finite values.
 pub fn signed_rank_interval(diffs: &[f64], confidence: f64) -> Option<Interval> {
+    signed_rank_interval_tails(diffs, (1.0 - confidence) / 2.0)
+}
+
+/// The same interval with at most `alpha_half` probability in each tail: its lower bound is a
+/// one-sided bound at level `1 - alpha_half`.
+pub fn signed_rank_interval_tails(diffs: &[f64], alpha_half: f64) -> Option<Interval> {
     let n = diffs.len();
     if n == 0 || diffs.iter().any(|d| !d.is_finite()) {
         return None;
@@ -53,8 +59,9 @@ pub fn signed_rank_interval(diffs: &[f64], confidence: f64) -> Option<Interval> 
     } else {
         (walsh[m / 2 - 1] + walsh[m / 2]) / 2.0
     };
-    let alpha_half = (1.0 - confidence) / 2.0;
     let cdf = signed_rank_cdf(n);
+    // Exact levels such as 1/64 must count as reachable despite rounding in the caller.
+    let alpha_half = alpha_half * (1.0 + 1e-9);
     // The largest critical value c with P(W+ <= c) <= alpha/2; the interval drops c Walsh
     // averages at each end. When even c = 0 is too likely, the full range is the best there is.
     let c = cdf.iter().take_while(|&&p| p <= alpha_half).count();

@@ -58,6 +58,20 @@ impl Ledger {
         Ok(Ledger { repo })
     }
 
+    /// Opens the ledger at `path` when there is one; creates nothing (for read-only views).
+    pub fn open_existing(path: &Path) -> Result<Option<Ledger>> {
+        if !path.exists() {
+            return Ok(None);
+        }
+        let repo = Repository::open_bare(path).with_context(|| {
+            format!(
+                "{} is not a polymorph ledger (a bare git repository)",
+                path.display()
+            )
+        })?;
+        Ok(Some(Ledger { repo }))
+    }
+
     /// Fails when the ledger cannot be written: a run checks this before its first candidate
     /// rather than after its first accepted one.
     pub fn check_writable(&self) -> Result<()> {

@@ -3,11 +3,12 @@
 //! file's hash and the model id; its id is a short stable hash of all of that.
 
 use super::spec::Task;
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use sandbox::{FileTree, RelPath, sha256_hex};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The task file, whose running and measuring settings are hashed field by field.
 const TASK_FILE: &str = "task.toml";
@@ -65,26 +66,67 @@ impl Workload {
     }
 }
 
-/// Runs a probe command with only PATH set; its stdout when it succeeds.
-fn probe(cmd: &str, path_var: &str) -> Option<String> {
-    let out = Command::new("sh")
+/// How long a probe may take: `nvidia-smi` on a hung driver, or a toolchain command waiting on
+/// a network file system, must not hang `run`, `context` or the daemon.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a running probe is looked at.
+const PROBE_POLL: Duration = Duration::from_millis(20);
+
+/// Runs a probe command with only PATH set, in its own process group (killed whole at the
+/// timeout); its stdout when it succeeds, `None` when it fails, an error when it hangs.
+fn probe(cmd: &str, path_var: &str) -> Result<Option<String>> {
+    use std::io::Read as _;
+    use std::os::unix::process::CommandExt as _;
+    let Ok(mut child) = Command::new("sh")
         .args(["-c", cmd])
         .env_clear()
         .env("PATH", path_var)
         .stdin(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    out.status
+        .process_group(0)
+        .spawn()
+    else {
+        return Ok(None);
+    };
+    // The pipe is drained by a thread so a chatty probe cannot block on a full pipe.
+    let mut stdout = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        if let Some(s) = stdout.as_mut() {
+            let _ = s.read_to_end(&mut out);
+        }
+        out
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() >= PROBE_TIMEOUT {
+            // SAFETY: kill(2) on the probe's own process group; no memory is touched.
+            unsafe {
+                libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+            }
+            let _ = child.wait();
+            bail!(
+                "context probe `{cmd}` did not answer within {}s (a hung driver or toolchain?); nothing was run",
+                PROBE_TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(PROBE_POLL);
+    };
+    let out = reader.join().unwrap_or_default();
+    Ok(status
         .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        .then(|| String::from_utf8_lossy(&out).into_owned()))
 }
 
-fn first_line(cmd: &str, path_var: &str) -> String {
-    match probe(cmd, path_var) {
+fn first_line(cmd: &str, path_var: &str) -> Result<String> {
+    Ok(match probe(cmd, path_var)? {
         Some(out) => out.lines().next().unwrap_or("").trim().to_string(),
         None => format!("{cmd}: unavailable"),
-    }
+    })
 }
 
 fn cpu_model() -> String {
@@ -97,22 +139,23 @@ fn cpu_model() -> String {
         .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }
 
-fn gpus(path_var: &str) -> Vec<String> {
+fn gpus(path_var: &str) -> Result<Vec<String>> {
     let found = path_var
         .split(':')
         .any(|d| Path::new(d).join("nvidia-smi").is_file());
     if !found {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let out = probe(
         "nvidia-smi --query-gpu=name,driver_version --format=csv,noheader",
         path_var,
-    )
+    )?
     .unwrap_or_default();
-    out.lines()
+    Ok(out
+        .lines()
         .map(|l| l.trim().to_string())
         .filter(|l| !l.is_empty())
-        .collect()
+        .collect())
 }
 
 /// Probes this machine for the task's context.
@@ -156,12 +199,12 @@ pub fn fingerprint(
     Ok(Fingerprint {
         cpu_model: cpu_model(),
         cpu_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        gpus: gpus(path_var),
+        gpus: gpus(path_var)?,
         toolchain: task
             .toolchain
             .iter()
             .map(|c| first_line(c, path_var))
-            .collect(),
+            .collect::<Result<_>>()?,
         workload: label,
         workload_sha256: sha,
         model: task.model.clone(),

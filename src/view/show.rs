@@ -39,9 +39,10 @@ pub async fn show_data(
                 Some(p) => store.entry(p).await?,
                 None => None,
             };
-            match parent {
-                Some(p) => Some(Ledger::open_or_init(ledger_path)?.diff(p.commit()?, e.commit()?)?),
-                None => c.diff.clone(),
+            // Reading never creates a ledger: without one, the diff recorded with the candidate.
+            match (parent, Ledger::open_existing(ledger_path)?) {
+                (Some(p), Some(ledger)) => Some(ledger.diff(p.commit()?, e.commit()?)?),
+                _ => c.diff.clone(),
             }
         }
         _ => c.diff.clone(),

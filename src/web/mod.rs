@@ -2,7 +2,8 @@
 //! candidates as a chart, ledger entries with a side-by-side diff and their numbers, approve and
 //! reject buttons. GET never changes state; a POST must carry the page's per-process token in
 //! `X-Polymorph-Token` and, when the browser sends an Origin, come from this very host, so
-//! another site cannot make a reviewer's browser approve or reject anything.
+//! another site cannot make a reviewer's browser approve or reject anything; and every request
+//! must name the page's own address in `Host` (no DNS rebinding).
 
 use crate::measure::plot;
 use crate::record::{Store, review};
@@ -10,8 +11,9 @@ use crate::view::{HistoryFilter, history_rows, show_data, show_json};
 use anyhow::{Context as _, Result};
 use axum::Json;
 use axum::Router;
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::{Path as UrlPath, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use sandbox::CancelFlag;
@@ -22,6 +24,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+mod host;
+
 const PAGE: &str = include_str!("../../assets/review.html");
 /// How often the server looks at the cancel flag (Ctrl-C / SIGTERM) to shut down.
 const SHUTDOWN_POLL: Duration = Duration::from_millis(100);
@@ -31,6 +35,27 @@ struct App {
     db: PathBuf,
     ledger: PathBuf,
     token: String,
+    /// The address the page listens on: requests must name it in `Host`.
+    served: SocketAddr,
+}
+
+/// Refuses every request whose `Host` is not the page's own address (DNS rebinding).
+async fn host_guard(State(app): Shared, req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !host::allowed(host, app.served) {
+        return fail(
+            StatusCode::MISDIRECTED_REQUEST,
+            format!(
+                "Host {host:?} is not this page's address ({}): refused",
+                app.served
+            ),
+        );
+    }
+    next.run(req).await
 }
 
 type Shared = State<Arc<App>>;
@@ -178,11 +203,16 @@ pub async fn serve(
 ) -> Result<()> {
     let store = Store::open(&db).await?;
     let token = format!("{:032x}", rand::random::<u128>());
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("listening on {addr}"))?;
+    let local = listener.local_addr()?;
     let app = Arc::new(App {
         store,
         db,
         ledger,
         token,
+        served: local,
     });
     let router = Router::new()
         .route("/", get(page))
@@ -192,11 +222,11 @@ pub async fn serve(
         .route("/api/candidates/{id}", get(candidate))
         .route("/api/entries/{id}/approve", post(approve))
         .route("/api/entries/{id}/reject", post(reject))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            host_guard,
+        ))
         .with_state(app);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("listening on {addr}"))?;
-    let local = listener.local_addr()?;
     println!("polymorph review page on http://{local}/ (Ctrl-C to stop)");
     use std::io::Write as _;
     std::io::stdout().flush()?;

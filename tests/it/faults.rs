@@ -172,7 +172,7 @@ fn a_ledger_that_is_not_a_ledger_or_not_writable_fails_before_any_work() {
     // A read-only ledger: polymorph runs under bwrap with the ledger bound read-only (as root,
     // permissions alone would not stop it).
     let Some(bwrap) = which_bwrap() else {
-        eprintln!("bwrap not available: read-only ledger case skipped");
+        crate::common::skipped("bwrap not available: read-only ledger case");
         return;
     };
     let env = Env::new();
@@ -215,7 +215,7 @@ fn a_ledger_that_is_not_a_ledger_or_not_writable_fails_before_any_work() {
 
 fn which_bwrap() -> Option<std::path::PathBuf> {
     match sandbox::Isolation::detect(&std::env::var("PATH").unwrap()) {
-        sandbox::Isolation::Bwrap(p) => Some(p),
+        sandbox::Isolation::Bwrap { path, .. } => Some(path),
         sandbox::Isolation::Plain(_) => None,
     }
 }

@@ -13,3 +13,5 @@ mod resume;
 mod review;
 mod run_cli;
 mod serve;
+mod trust;
+mod trust_records;

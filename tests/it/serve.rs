@@ -64,9 +64,12 @@ fn http(
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let body = body.map(|b| b.to_string()).unwrap_or_default();
     let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
     );
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
     if !body.is_empty() {
         req.push_str("Content-Type: application/json\r\n");
     }
@@ -131,6 +134,52 @@ fn state_of(env: &Env, entry: i64) -> String {
         .as_str()
         .unwrap()
         .to_string()
+}
+
+/// DNS rebinding: a page under another name that resolves to 127.0.0.1 gets nothing; and
+/// reading never creates anything, not even a missing ledger.
+#[test]
+fn requests_must_name_the_page_and_reads_create_nothing() {
+    let env = Env::new();
+    env.accepted_entries(&[300]);
+    std::fs::rename(env.ledger(), env.path().join("ledger.moved")).unwrap();
+    let server = serve(&env);
+    let port = server.port;
+    for host in [
+        format!("evil.example:{port}"),
+        format!("127.0.0.1:{}", port + 1),
+    ] {
+        let (status, body) = http(port, "GET", "/api/entries", &[("Host", &host)], None);
+        assert_eq!(status, 421, "{host}: {body}");
+        assert!(body.contains("is not this page's address"), "{body}");
+    }
+    let (status, _) = http(
+        port,
+        "GET",
+        "/",
+        &[("Host", &format!("localhost:{port}"))],
+        None,
+    );
+    assert_eq!(status, 200);
+    let candidate = env.json(&[
+        "query",
+        "SELECT candidate_id AS c FROM ledger_entries WHERE kind = 'accepted'",
+    ])[0]["c"]
+        .as_i64()
+        .unwrap();
+    let (status, body) = http(
+        port,
+        "GET",
+        &format!("/api/candidates/{candidate}"),
+        &[],
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("PAD_PERMILLE 300"),
+        "the recorded diff: {body}"
+    );
+    assert!(!env.ledger().exists(), "a GET created a ledger");
 }
 
 #[test]
@@ -351,8 +400,8 @@ fn chromium() -> Option<Driver> {
 #[test]
 fn the_page_in_headless_chromium_lists_entries_renders_a_diff_and_approves() {
     let Some(browser) = chromium() else {
-        eprintln!(
-            "chromium or chromedriver is not installed (.ci/run installs them): browser test skipped"
+        crate::common::skipped(
+            "chromium or chromedriver is not installed (.ci/run installs them): browser test",
         );
         return;
     };

@@ -37,6 +37,14 @@ impl Store {
             .await?)
     }
 
+    /// The newest entry of a branch a reviewer approved (the task as given counts as approved).
+    pub async fn best_approved(&self, branch: &str) -> Result<Option<EntryRow>> {
+        Ok(sqlx::query_as("SELECT * FROM ledger_entries WHERE branch = ? AND review_state = 'approved' ORDER BY id DESC LIMIT 1")
+            .bind(branch)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
     /// The newest entry of a branch, whatever its review state: where the git branch must point.
     pub async fn branch_tip(&self, branch: &str) -> Result<Option<EntryRow>> {
         Ok(

@@ -4,11 +4,14 @@
 
 mod candidates;
 mod entries;
+mod quarantine;
 mod query;
+mod readonly;
 mod rows;
 mod runs;
 mod schedules;
 
+pub use quarantine::QuarantinedRow;
 pub use rows::*;
 
 use anyhow::{Context as _, Result, bail};

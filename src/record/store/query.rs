@@ -1,5 +1,7 @@
-//! `polymorph query`: one read-only statement on a read-only connection, rows as JSON values.
+//! `polymorph query`: one statement that passes the read-only gate, on a read-only connection,
+//! rows as JSON values.
 
+use super::readonly::check_read_only;
 use super::{BUSY_TIMEOUT, Store};
 use anyhow::Result;
 use serde_json::Value;
@@ -9,6 +11,7 @@ use sqlx::{Column, Row, TypeInfo, ValueRef};
 impl Store {
     /// Runs one read-only statement on a separate read-only connection; rows as JSON objects.
     pub async fn query_readonly(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value>>)> {
+        check_read_only(sql)?;
         let opts = SqliteConnectOptions::new()
             .filename(&self.path)
             .read_only(true)

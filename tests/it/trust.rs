@@ -1,0 +1,131 @@
+//! Trust, round two: attacks that need root or reach past the candidate's own process: root
+//! inside the sandbox, build outputs replaced after the build, the incumbent's workspace
+//! sabotaged. None may be accepted.
+
+use crate::adversarial::{bwrap_works, expect, run_replay};
+use crate::common::{Env, files_line, skipped};
+
+/// The honest sum, 3x the work of a cheat that sums a third as far (wrong, but plausibly fast).
+const HONEST: &str = "compute() {\n    s=0; i=1\n    while [ \"$i\" -le \"$1\" ]; do s=$((s + i)); i=$((i + 1)); done\n    echo \"$s\"\n}\n";
+const FAST_AND_WRONG: &str = "compute() {\n    s=0; i=1\n    while [ \"$i\" -le $(($1 / 3)) ]; do s=$((s + i)); i=$((i + 1)); done\n    echo \"$s\"\n}\n";
+/// Correct and about 3x faster: the first third by the loop, the rest in closed form.
+const FAST_AND_RIGHT: &str = "compute() {\n    s=0; i=1; m=$(($1 / 3))\n    while [ \"$i\" -le \"$m\" ]; do s=$((s + i)); i=$((i + 1)); done\n    echo $((s + $1 * ($1 + 1) / 2 - m * (m + 1) / 2))\n}\n";
+
+fn impl_with(tail: &str) -> String {
+    format!("{HONEST}{tail}")
+}
+
+#[test]
+fn build_outputs_and_the_incumbent_are_frozen_after_the_build() {
+    let env = Env::new();
+    let task = env.task("frozen");
+    let marker = format!("frozen-{}", std::process::id());
+    let attacks = [
+        // 1. During its first benchmark, replace the built ./check with one that always passes
+        //    and the code with a fast, wrong one: later benchmarks time the wrong code and the
+        //    re-test after timing would run the impostor.
+        impl_with(&format!(
+            "case $0 in *bench*)\n    printf '#!/bin/sh\\necho ok\\n' > check 2>/dev/null\n    printf '%s' '{FAST_AND_WRONG}' > impl.sh 2>/dev/null;;\nesac\n"
+        )),
+        // 2. During its benchmark, make the incumbent's workspace (found by the marker in its
+        //    impl.sh) three times slower, so the candidate looks faster against it.
+        impl_with(&format!(
+            "# {marker}\ncase $0 in *bench*)\n    for d in /tmp/polymorph-*; do\n        [ \"$d\" = \"$PWD\" ] && continue\n        grep -q {marker} \"$d/impl.sh\" 2>/dev/null || continue\n        printf 'compute() {{ s=0; i=1; while [ \"$i\" -le $(($1 * 3)) ]; do i=$((i + 1)); done; echo $(($1 * ($1 + 1) / 2)); }}\\n' >> \"$d/impl.sh\" 2>/dev/null\n    done;;\nesac\n"
+        )),
+        // 3. An honest candidate with a comment: measured against an intact incumbent.
+        impl_with(&format!("# {marker} again\n")),
+    ];
+    // The incumbent carries the marker too, so attack 2 can find its workspace.
+    std::fs::write(task.join("impl.sh"), impl_with(&format!("# {marker}\n"))).unwrap();
+    let lines: Vec<String> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, a)| files_line("impl.sh", a, &format!("attack {}", i + 1)))
+        .collect();
+    let r = run_replay(&env, &task, &lines, &[]);
+    for (i, (verdict, reason, _)) in r.iter().enumerate().take(2) {
+        assert_ne!(verdict, "accepted", "attack {}: {reason}", i + 1);
+    }
+    if bwrap_works() {
+        // The tree is read-only for tests and benchmarks and /tmp is private: the writes fail
+        // and the candidates are measured as what they are.
+        expect(&r, 0, "rejected", "");
+        expect(&r, 1, "rejected", "");
+    } else {
+        skipped("bwrap not usable: the trust suite checks the snapshot guard alone");
+        expect(&r, 0, "failed", "the built tree changed after the build: ");
+        expect(
+            &r,
+            1,
+            "failed",
+            "the built tree changed after the build: impl.sh was replaced",
+        );
+    }
+    assert_eq!(
+        r[2].0, "rejected",
+        "the incumbent was rebuilt intact: {:?}",
+        r[2]
+    );
+    assert_eq!(env.git(&["log", "--all", "--format=%s"]).lines().count(), 1);
+}
+
+/// As root, a candidate that could remount the root read-write, unmount the private /tmp,
+/// make a new namespace or write a sysctl would use it to look three times faster.
+#[test]
+fn root_attacks_from_a_candidate_fail_and_it_is_not_accepted() {
+    if !bwrap_works() {
+        // Without bwrap these commands would run on the host itself: never try them there.
+        skipped("root attacks from a candidate: bwrap not usable here");
+        return;
+    }
+    let env = Env::new();
+    let task = env.task("frozen");
+    let outside = tempfile::tempdir_in("/var/tmp").unwrap();
+    let attacks = [
+        format!("mount -o remount,rw,bind / && touch {}/remount", outside.path().display()),
+        format!("umount /tmp && touch {}/umount", env.path().display()),
+        "unshare -m true".to_string(),
+        "unshare -U true".to_string(),
+        "v=$(cat /proc/sys/kernel/printk_ratelimit) && echo \"$v\" > /proc/sys/kernel/printk_ratelimit".to_string(),
+    ];
+    let lines: Vec<String> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, attack)| {
+            // The attack runs in every test and benchmark; when it works the code is fast.
+            let code = format!(
+                "if ( {attack} ) >/dev/null 2>&1; then\n{FAST_AND_RIGHT}else\n{HONEST}fi\n"
+            );
+            files_line("impl.sh", &code, &format!("root attack {}", i + 1))
+        })
+        .collect();
+    let r = run_replay(&env, &task, &lines, &[]);
+    for (i, (verdict, reason, _)) in r.iter().enumerate() {
+        assert_ne!(verdict, "accepted", "root attack {}: {reason}", i + 1);
+    }
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    assert!(!env.path().join("umount").exists());
+}
+
+/// On a minimize task a subnormal time made the gain infinite and the judge asked for pairs
+/// forever; now the sample is invalid and the candidate fails at once.
+#[test]
+fn a_subnormal_metric_fails_the_candidate_instead_of_stalling_the_judge() {
+    let env = Env::new();
+    let task = env.task("frozen");
+    let toml = task.join("task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, text.replace("maximize", "minimize")).unwrap();
+    let lie = format!(
+        "{HONEST}case $0 in *bench*) echo '{{\"metric\": \"ops\", \"value\": 5e-324}}'; exit 0;; esac\n"
+    );
+    let started = std::time::Instant::now();
+    let r = run_replay(
+        &env,
+        &task,
+        &[files_line("impl.sh", &lie, "a subnormal time")],
+        &[],
+    );
+    expect(&r, 0, "failed", "subnormal");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
