@@ -91,18 +91,9 @@ fn report(what: &str, mut times: Vec<f64>) {
     );
 }
 
-#[tokio::main(flavor = "multi_thread")]
-async fn main() {
-    let total: i64 = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(100_000);
-    let runs = 100i64;
-    let per_run = total / runs;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("runs.db");
-    let store = Store::open(&db).await.unwrap();
-    let started = Instant::now();
+/// `runs` finished runs of `per_run` generated candidates each, one transaction per run; the
+/// number of accepted entries (pending review).
+async fn generate(store: &Store, runs: i64, per_run: i64) -> i64 {
     store
         .upsert_context("gen", "ctx000000000", "{}")
         .await
@@ -149,6 +140,22 @@ async fn main() {
             .await
             .unwrap();
     }
+    entries
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let total: i64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(100_000);
+    let runs = 100i64;
+    let per_run = total / runs;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let store = Store::open(&db).await.unwrap();
+    let started = Instant::now();
+    let entries = generate(&store, runs, per_run).await;
     store.close().await;
     println!(
         "generated {total} candidates ({entries} pending entries) in {:.1}s",

@@ -93,12 +93,23 @@ pub struct RunArgs {
     /// OPENAI_BASE_URL and the key from OPENAI_API_KEY, never from a flag.
     #[arg(long)]
     pub model: Option<String>,
-    /// tools (OpenAI tool calling) or text (SEARCH/REPLACE blocks, for servers without tools).
+    /// tools (OpenAI tool calling), text (SEARCH/REPLACE blocks, for servers without tools) or
+    /// whole-file (whole files in fenced blocks, for the smallest models). A conversation that
+    /// goes nowhere falls back to the next one by itself.
     #[arg(long, default_value = "tools")]
     pub agent_protocol: String,
-    /// Seconds before a model request is abandoned and retried.
+    /// Seconds a model request may wait for its first token before it is abandoned and retried
+    /// (a cold prompt on a CPU server takes a minute or more).
     #[arg(long, default_value_t = 120)]
     pub request_timeout: u64,
+    /// Seconds a streamed reply may pause before the server counts as hung and the request is
+    /// retried.
+    #[arg(long, default_value_t = 60)]
+    pub idle_timeout: u64,
+    /// The model's context window in tokens, when the server's /v1/models does not say: a
+    /// small window gets a compact first prompt (files and history trimmed to fit).
+    #[arg(long)]
+    pub context_window: Option<u64>,
     /// Model tokens (prompt + completion) the agent may spend in this run.
     #[arg(long, default_value_t = 2_000_000)]
     pub token_budget: u64,

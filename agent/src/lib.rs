@@ -54,6 +54,8 @@ pub struct Usage {
     pub latency_ms: u64,
     /// Wall time of the processes run for the proposer itself (its build-and-test calls).
     pub process_ms: u64,
+    /// The protocol the proposal came from (`tools`, `text`, `whole-file`).
+    pub protocol: String,
 }
 
 /// What a proposer may look at when choosing the next candidate.

@@ -88,86 +88,19 @@ pub fn verify_change(
     editable: &GlobSet,
     limits: &Limits,
 ) -> Result<VerifiedChange, SandboxError> {
-    let mut edits = BTreeMap::new();
-    match change {
+    let mut edits = match change {
         Change::Files(files) => {
+            let mut edits = BTreeMap::new();
             for (raw, content) in files {
                 let path = RelPath::new(raw)?;
                 check_editable(&path, editable)?;
                 check_content(&path, content.as_bytes(), limits)?;
                 edits.insert(path, Edit::Write(content.clone().into_bytes()));
             }
+            edits
         }
-        Change::Diff(text) => {
-            if text.len() > limits.max_diff_bytes {
-                return Err(SandboxError::TooLarge {
-                    path: "diff".into(),
-                    why: format!(
-                        "{} bytes, over the {} byte cap",
-                        text.len(),
-                        limits.max_diff_bytes
-                    ),
-                });
-            }
-            if text.contains('\0') {
-                return Err(SandboxError::Binary("diff".into()));
-            }
-            for patch in parse_unified_diff(text)? {
-                for p in [&patch.old, &patch.new].into_iter().flatten() {
-                    check_editable(p, editable)?;
-                }
-                match (&patch.old, &patch.new) {
-                    (None, None) => {
-                        return Err(SandboxError::MalformedDiff(
-                            "both sides are /dev/null".into(),
-                        ));
-                    }
-                    (None, Some(new)) => {
-                        if base.get(new).is_some() {
-                            return Err(SandboxError::DoesNotApply {
-                                path: new.to_string(),
-                                why: "file already exists".into(),
-                            });
-                        }
-                        let out = patch.apply("")?;
-                        check_content(new, out.as_bytes(), limits)?;
-                        edits.insert(new.clone(), Edit::Write(out.into_bytes()));
-                    }
-                    (Some(old), new) => {
-                        // Apply on top of an earlier hunk set for the same file, if any.
-                        let current = match edits.get(old) {
-                            Some(Edit::Write(b)) => b.clone(),
-                            Some(Edit::Delete) => {
-                                return Err(SandboxError::DoesNotApply {
-                                    path: old.to_string(),
-                                    why: "file was deleted".into(),
-                                });
-                            }
-                            None => base
-                                .get(old)
-                                .ok_or_else(|| SandboxError::DoesNotApply {
-                                    path: old.to_string(),
-                                    why: "no such file".into(),
-                                })?
-                                .to_vec(),
-                        };
-                        let text = String::from_utf8(current)
-                            .map_err(|_| SandboxError::Binary(old.to_string()))?;
-                        let out = patch.apply(&text)?;
-                        match new {
-                            Some(new) => {
-                                check_content(new, out.as_bytes(), limits)?;
-                                edits.insert(new.clone(), Edit::Write(out.into_bytes()));
-                            }
-                            None => {
-                                edits.insert(old.clone(), Edit::Delete);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
+        Change::Diff(text) => diff_edits(text, base, editable, limits)?,
+    };
     // Drop edits that change nothing; a change that is all no-ops is empty.
     edits.retain(|path, edit| match edit {
         Edit::Write(bytes) => base.get(path) != Some(bytes.as_slice()),
@@ -190,6 +123,84 @@ pub fn verify_change(
         });
     }
     Ok(VerifiedChange { edits })
+}
+
+/// The edits a unified diff makes to `base`, each file checked as it is produced.
+fn diff_edits(
+    text: &str,
+    base: &FileTree,
+    editable: &GlobSet,
+    limits: &Limits,
+) -> Result<BTreeMap<RelPath, Edit>, SandboxError> {
+    if text.len() > limits.max_diff_bytes {
+        return Err(SandboxError::TooLarge {
+            path: "diff".into(),
+            why: format!(
+                "{} bytes, over the {} byte cap",
+                text.len(),
+                limits.max_diff_bytes
+            ),
+        });
+    }
+    if text.contains('\0') {
+        return Err(SandboxError::Binary("diff".into()));
+    }
+    let mut edits = BTreeMap::new();
+    for patch in parse_unified_diff(text)? {
+        for p in [&patch.old, &patch.new].into_iter().flatten() {
+            check_editable(p, editable)?;
+        }
+        match (&patch.old, &patch.new) {
+            (None, None) => {
+                return Err(SandboxError::MalformedDiff(
+                    "both sides are /dev/null".into(),
+                ));
+            }
+            (None, Some(new)) => {
+                if base.get(new).is_some() {
+                    return Err(SandboxError::DoesNotApply {
+                        path: new.to_string(),
+                        why: "file already exists".into(),
+                    });
+                }
+                let out = patch.apply("")?;
+                check_content(new, out.as_bytes(), limits)?;
+                edits.insert(new.clone(), Edit::Write(out.into_bytes()));
+            }
+            (Some(old), new) => {
+                // Apply on top of an earlier hunk set for the same file, if any.
+                let current = match edits.get(old) {
+                    Some(Edit::Write(b)) => b.clone(),
+                    Some(Edit::Delete) => {
+                        return Err(SandboxError::DoesNotApply {
+                            path: old.to_string(),
+                            why: "file was deleted".into(),
+                        });
+                    }
+                    None => base
+                        .get(old)
+                        .ok_or_else(|| SandboxError::DoesNotApply {
+                            path: old.to_string(),
+                            why: "no such file".into(),
+                        })?
+                        .to_vec(),
+                };
+                let text = String::from_utf8(current)
+                    .map_err(|_| SandboxError::Binary(old.to_string()))?;
+                let out = patch.apply(&text)?;
+                match new {
+                    Some(new) => {
+                        check_content(new, out.as_bytes(), limits)?;
+                        edits.insert(new.clone(), Edit::Write(out.into_bytes()));
+                    }
+                    None => {
+                        edits.insert(old.clone(), Edit::Delete);
+                    }
+                }
+            }
+        }
+    }
+    Ok(edits)
 }
 
 #[cfg(test)]

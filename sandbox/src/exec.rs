@@ -241,6 +241,49 @@ fn kill_marked(token: &str) {
     }
 }
 
+/// Waits for the command until `deadline` or cancellation (then kills its group), and kills
+/// whatever it left in its group either way. Its exit status, and why it was stopped if it was.
+fn wait(
+    handle: &Arc<duct::Handle>,
+    deadline: Instant,
+    cancel: &CancelFlag,
+) -> (
+    Option<std::io::Result<std::process::ExitStatus>>,
+    Option<ExitKind>,
+) {
+    let pgid = handle.pids().first().copied().unwrap_or(0);
+    let (tx, rx) = mpsc::channel();
+    let waiter = {
+        let handle = Arc::clone(handle);
+        std::thread::spawn(move || {
+            let status = handle.wait().map(|o| o.status);
+            let _ = tx.send(status);
+        })
+    };
+    let mut forced = None;
+    let status = loop {
+        let now = Instant::now();
+        if cancel.load(Ordering::SeqCst) {
+            forced = Some(ExitKind::Cancelled);
+        } else if now >= deadline {
+            forced = Some(ExitKind::TimedOut);
+        }
+        if forced.is_some() {
+            kill_group(pgid);
+            break rx.recv().ok();
+        }
+        match rx.recv_timeout(CANCEL_POLL.min(deadline - now)) {
+            Ok(status) => break Some(status),
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+        }
+    };
+    // Whatever the command left behind in its group (background jobs) dies now.
+    kill_group(pgid);
+    let _ = waiter.join();
+    (status, forced)
+}
+
 fn read_tail(file: &mut File, cap: usize) -> Result<(String, bool), SandboxError> {
     let len = file
         .seek(SeekFrom::End(0))
@@ -287,44 +330,27 @@ impl Runner {
         argv
     }
 
-    /// Runs one command to completion, timeout or cancellation. Blocking: call it from a
-    /// blocking thread.
-    pub fn run(
+    /// Starts the command in its own process group, its output into the two files, with the
+    /// file-size limit and the parent-death signal set between fork and exec.
+    fn spawn(
         &self,
         spec: &CommandSpec<'_>,
-        cancel: &CancelFlag,
-    ) -> Result<Outcome, SandboxError> {
-        let mut out_file =
-            tempfile::tempfile().map_err(|e| SandboxError::io("creating an output file", e))?;
-        let mut err_file =
-            tempfile::tempfile().map_err(|e| SandboxError::io("creating an output file", e))?;
+        env: Vec<(String, String)>,
+        out_file: &File,
+        err_file: &File,
+    ) -> Result<duct::Handle, SandboxError> {
         let argv = self.argv(spec);
         let max_file = spec.max_file_bytes;
-        let token = match self.isolation {
-            Isolation::Plain(_) => Some(format!(
-                "{}-{}",
-                std::process::id(),
-                TOKEN_SEQ.fetch_add(1, Ordering::SeqCst)
-            )),
-            Isolation::Bwrap { .. } => None,
+        let dup = |f: &File| {
+            f.try_clone()
+                .map_err(|e| SandboxError::io("duplicating an output file", e))
         };
-        let mut env = spec.env.clone();
-        env.extend(token.iter().map(|t| (TOKEN_VAR.to_string(), t.clone())));
-        let started = Instant::now();
-        let handle = duct::cmd(&argv[0], &argv[1..])
+        duct::cmd(&argv[0], &argv[1..])
             .dir(spec.cwd)
             .full_env(env)
             .stdin_null()
-            .stdout_file(
-                out_file
-                    .try_clone()
-                    .map_err(|e| SandboxError::io("duplicating an output file", e))?,
-            )
-            .stderr_file(
-                err_file
-                    .try_clone()
-                    .map_err(|e| SandboxError::io("duplicating an output file", e))?,
-            )
+            .stdout_file(dup(out_file)?)
+            .stderr_file(dup(err_file)?)
             .unchecked()
             .before_spawn(move |cmd| {
                 cmd.process_group(0);
@@ -344,63 +370,55 @@ impl Runner {
                 Ok(())
             })
             .start()
-            .map_err(|e| SandboxError::io(format!("starting `{}`", spec.script), e))?;
-        let handle = Arc::new(handle);
-        let pgid = handle.pids().first().copied().unwrap_or(0);
-        let (tx, rx) = mpsc::channel();
-        let waiter = {
-            let handle = Arc::clone(&handle);
-            std::thread::spawn(move || {
-                let status = handle.wait().map(|o| o.status);
-                let _ = tx.send(status);
-            })
+            .map_err(|e| SandboxError::io(format!("starting `{}`", spec.script), e))
+    }
+
+    /// Runs one command to completion, timeout or cancellation. Blocking: call it from a
+    /// blocking thread.
+    pub fn run(
+        &self,
+        spec: &CommandSpec<'_>,
+        cancel: &CancelFlag,
+    ) -> Result<Outcome, SandboxError> {
+        let mut out_file =
+            tempfile::tempfile().map_err(|e| SandboxError::io("creating an output file", e))?;
+        let mut err_file =
+            tempfile::tempfile().map_err(|e| SandboxError::io("creating an output file", e))?;
+        let token = match self.isolation {
+            Isolation::Plain(_) => Some(format!(
+                "{}-{}",
+                std::process::id(),
+                TOKEN_SEQ.fetch_add(1, Ordering::SeqCst)
+            )),
+            Isolation::Bwrap { .. } => None,
         };
-        let deadline = started + spec.timeout;
-        let mut forced = None;
-        let status = loop {
-            let now = Instant::now();
-            if cancel.load(Ordering::SeqCst) {
-                forced = Some(ExitKind::Cancelled);
-            } else if now >= deadline {
-                forced = Some(ExitKind::TimedOut);
-            }
-            if forced.is_some() {
-                kill_group(pgid);
-                break rx.recv().ok();
-            }
-            match rx.recv_timeout(CANCEL_POLL.min(deadline - now)) {
-                Ok(status) => break Some(status),
-                Err(mpsc::RecvTimeoutError::Timeout) => continue,
-                Err(mpsc::RecvTimeoutError::Disconnected) => break None,
-            }
-        };
-        // Whatever the command left behind in its group (background jobs) dies now.
-        kill_group(pgid);
-        let _ = waiter.join();
+        let mut env = spec.env.clone();
+        env.extend(token.iter().map(|t| (TOKEN_VAR.to_string(), t.clone())));
+        let started = Instant::now();
+        let handle = Arc::new(self.spawn(spec, env, &out_file, &err_file)?);
+        let (status, forced) = wait(&handle, started + spec.timeout, cancel);
         let wall = started.elapsed();
         // And whatever left the group: under bwrap the PID namespace took it with it.
         if let Some(t) = &token {
             kill_marked(t);
         }
-        let exit = match forced {
-            Some(kind) => kind,
-            None => match status {
-                Some(Ok(st)) => {
-                    use std::os::unix::process::ExitStatusExt;
-                    match (st.code(), st.signal()) {
-                        (Some(c), _) => ExitKind::Code(c),
-                        (None, Some(s)) => ExitKind::Signal(s),
-                        (None, None) => ExitKind::Signal(0),
-                    }
+        let exit = match (forced, status) {
+            (Some(kind), _) => kind,
+            (None, Some(Ok(st))) => {
+                use std::os::unix::process::ExitStatusExt;
+                match (st.code(), st.signal()) {
+                    (Some(c), _) => ExitKind::Code(c),
+                    (None, Some(s)) => ExitKind::Signal(s),
+                    (None, None) => ExitKind::Signal(0),
                 }
-                Some(Err(e)) => {
-                    return Err(SandboxError::io(
-                        format!("waiting for `{}`", spec.script),
-                        e,
-                    ));
-                }
-                None => ExitKind::Signal(0),
-            },
+            }
+            (None, Some(Err(e))) => {
+                return Err(SandboxError::io(
+                    format!("waiting for `{}`", spec.script),
+                    e,
+                ));
+            }
+            (None, None) => ExitKind::Signal(0),
         };
         let (stdout, t1) = read_tail(&mut out_file, spec.output_cap)?;
         let (stderr, t2) = read_tail(&mut err_file, spec.output_cap)?;

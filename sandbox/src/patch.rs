@@ -56,6 +56,56 @@ fn hunk_counts(line: &str) -> Option<(usize, usize)> {
     Some((count(old)?, count(new)?))
 }
 
+/// Reads the hunk whose header is `lines[start]` into `body`; the index after it.
+fn read_hunk(lines: &[&str], start: usize, body: &mut String) -> Result<usize, SandboxError> {
+    let mut i = start;
+    let (mut old_left, mut new_left) = hunk_counts(lines[i]).ok_or_else(|| {
+        SandboxError::MalformedDiff(format!("bad hunk header {:?}", lines[i].trim_end()))
+    })?;
+    body.push_str(lines[i]);
+    i += 1;
+    while (old_left > 0 || new_left > 0) && i < lines.len() {
+        let l = lines[i];
+        match l.as_bytes().first() {
+            Some(b' ') => {
+                old_left = old_left.saturating_sub(1);
+                new_left = new_left.saturating_sub(1);
+            }
+            Some(b'-') => old_left = old_left.saturating_sub(1),
+            Some(b'+') => new_left = new_left.saturating_sub(1),
+            Some(b'\\') => {}
+            // Some tools drop the space on empty context lines.
+            Some(b'\n') => {
+                old_left = old_left.saturating_sub(1);
+                new_left = new_left.saturating_sub(1);
+                body.push(' ');
+            }
+            _ => {
+                return Err(SandboxError::MalformedDiff(format!(
+                    "unexpected line in hunk: {:?}",
+                    l.trim_end()
+                )));
+            }
+        }
+        body.push_str(l);
+        if !l.ends_with('\n') {
+            body.push('\n');
+            body.push_str("\\ No newline at end of file\n");
+        }
+        i += 1;
+    }
+    if old_left > 0 || new_left > 0 {
+        return Err(SandboxError::MalformedDiff(
+            "hunk is shorter than its header says".into(),
+        ));
+    }
+    if lines.get(i).is_some_and(|l| l.starts_with('\\')) {
+        body.push_str(lines[i]);
+        i += 1;
+    }
+    Ok(i)
+}
+
 /// Splits a unified diff into per-file patches.
 pub fn parse_unified_diff(text: &str) -> Result<Vec<FilePatch>, SandboxError> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
@@ -92,50 +142,7 @@ pub fn parse_unified_diff(text: &str) -> Result<Vec<FilePatch>, SandboxError> {
         i += 2;
         let mut hunks = 0;
         while i < lines.len() && lines[i].starts_with("@@") {
-            let (mut old_left, mut new_left) = hunk_counts(lines[i]).ok_or_else(|| {
-                SandboxError::MalformedDiff(format!("bad hunk header {:?}", lines[i].trim_end()))
-            })?;
-            body.push_str(lines[i]);
-            i += 1;
-            while (old_left > 0 || new_left > 0) && i < lines.len() {
-                let l = lines[i];
-                match l.as_bytes().first() {
-                    Some(b' ') => {
-                        old_left = old_left.saturating_sub(1);
-                        new_left = new_left.saturating_sub(1);
-                    }
-                    Some(b'-') => old_left = old_left.saturating_sub(1),
-                    Some(b'+') => new_left = new_left.saturating_sub(1),
-                    Some(b'\\') => {}
-                    // Some tools drop the space on empty context lines.
-                    Some(b'\n') => {
-                        old_left = old_left.saturating_sub(1);
-                        new_left = new_left.saturating_sub(1);
-                        body.push(' ');
-                    }
-                    _ => {
-                        return Err(SandboxError::MalformedDiff(format!(
-                            "unexpected line in hunk: {:?}",
-                            l.trim_end()
-                        )));
-                    }
-                }
-                body.push_str(l);
-                if !l.ends_with('\n') {
-                    body.push('\n');
-                    body.push_str("\\ No newline at end of file\n");
-                }
-                i += 1;
-            }
-            if old_left > 0 || new_left > 0 {
-                return Err(SandboxError::MalformedDiff(
-                    "hunk is shorter than its header says".into(),
-                ));
-            }
-            if lines.get(i).is_some_and(|l| l.starts_with('\\')) {
-                body.push_str(lines[i]);
-                i += 1;
-            }
+            i = read_hunk(&lines, i, &mut body)?;
             hunks += 1;
         }
         if hunks == 0 {

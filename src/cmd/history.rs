@@ -90,7 +90,7 @@ async fn write_plot(store: &Store, rows: &[Value], file: &Path) -> Result<()> {
 fn print_table(rows: &[Value]) {
     let text = |v: &Value| cell(v, "-");
     println!(
-        "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20}",
+        "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20} {:>9}",
         "run",
         "task",
         "context",
@@ -102,7 +102,8 @@ fn print_table(rows: &[Value]) {
         "fail",
         "quar",
         "best",
-        "started"
+        "started",
+        "tok/acc"
     );
     for r in rows {
         let proposer = text(&r["proposer"]);
@@ -115,7 +116,7 @@ fn print_table(rows: &[Value]) {
             .as_f64()
             .map_or("-".to_string(), |b| format!("{b:.4}"));
         println!(
-            "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20}",
+            "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20} {:>9}",
             text(&r["run"]),
             text(&r["task"]),
             text(&r["context_id"]),
@@ -128,6 +129,7 @@ fn print_table(rows: &[Value]) {
             text(&r["quarantined"]),
             best,
             text(&r["started_at"]),
+            text(&r["prompt_tokens_per_accepted"]),
         );
     }
 }

@@ -15,13 +15,19 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
     }
     let agent = match a.proposer {
         ProposerChoice::Auto | ProposerChoice::Given(RunProposer::Agent) => {
-            Some(AgentSettings::from_env(
+            let mut settings = AgentSettings::from_env(
                 a.model,
                 &a.agent_protocol,
                 a.request_timeout,
                 a.token_budget,
                 a.agent_concurrency,
-            )?)
+            )?;
+            settings.context_window = a.context_window;
+            if a.idle_timeout == 0 {
+                bail!("--idle-timeout must be at least 1 second");
+            }
+            settings.idle_timeout = std::time::Duration::from_secs(a.idle_timeout);
+            Some(settings)
         }
         ProposerChoice::Given(_) => None,
     };

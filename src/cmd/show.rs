@@ -106,9 +106,13 @@ async fn print_summary(store: &Store, c: &CandidateRow, entry: Option<&EntryRow>
     }
     if let Some(model) = &c.model {
         println!(
-            "  model:    {model}, {} prompt + {} completion tokens",
+            "  model:    {model}, {} prompt + {} completion tokens{}",
             c.prompt_tokens.unwrap_or(0),
-            c.completion_tokens.unwrap_or(0)
+            c.completion_tokens.unwrap_or(0),
+            c.agent_protocol
+                .as_deref()
+                .map(|p| format!(", {p} protocol"))
+                .unwrap_or_default()
         );
     }
     if let (Some(score), Some(hand)) = (

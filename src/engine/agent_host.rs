@@ -3,16 +3,16 @@
 //! scratch tree the agent edits, whose build-and-test runs through the same sandbox as every
 //! evaluation. What the agent submits is then verified like any other candidate.
 
-use super::harness::Harness;
-use crate::measure::Direction;
+use super::agent_prompts::prompts;
+use super::agent_scratch::{Scratch, Shared};
 use crate::task::{Task, Workload};
-use agent::llm::{self, Limits, ModelClient, Prompts, Protocol, ToolHost};
+use agent::llm::{self, Limits, ModelClient, Prompts, Protocol};
 use agent::{AgentError, Proposal, ProposalContext, ProposedChange, Proposer};
 use anyhow::{Result, bail};
 use sandbox::{CancelFlag, FileTree, RelPath, Runner};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Environment variables, as every OpenAI-compatible client names them.
 pub const ENV_BASE_URL: &str = "OPENAI_BASE_URL";
@@ -23,15 +23,9 @@ pub const ENV_MODEL: &str = "POLYMORPH_MODEL";
 const DEFAULT_MODEL: &str = "gpt-4o-mini";
 /// Base URL when only a key is configured.
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-/// Part of a build or test failure shown to the model: the first errors matter most.
-const FEEDBACK_CAP: usize = 3_000;
-/// Largest file the agent may write into its scratch tree (the sandbox's cap too).
-const MAX_WRITE_BYTES: usize = 1 << 20;
-
-const SYSTEM_TOOLS: &str = include_str!("../../prompts/system.txt");
-const SYSTEM_TEXT: &str = include_str!("../../prompts/system_text.txt");
-const TASK: &str = include_str!("../../prompts/task.txt");
-const FEEDBACK: &str = include_str!("../../prompts/feedback.txt");
+/// A streaming server that sends nothing for this long has hung: even a CPU server produces a
+/// token every fraction of a second once it has started.
+const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone)]
 pub struct AgentSettings {
@@ -39,7 +33,10 @@ pub struct AgentSettings {
     pub api_key: Option<String>,
     pub model: String,
     pub protocol: Protocol,
+    /// How long a request may wait for the model's first token.
     pub request_timeout: Duration,
+    /// The longest pause in a streamed reply before the server counts as hung.
+    pub idle_timeout: Duration,
     pub max_turns: usize,
     pub max_tokens_per_proposal: u64,
     /// Tokens for the whole run; the agent stops proposing past it.
@@ -47,6 +44,9 @@ pub struct AgentSettings {
     pub temperature: f64,
     /// Conversations run at once when the agent needs new proposals.
     pub concurrency: usize,
+    /// The model's context window in tokens (`--context-window`, else what the server's
+    /// /v1/models says); a small one gets a compact first prompt.
+    pub context_window: Option<u64>,
 }
 
 impl AgentSettings {
@@ -69,7 +69,8 @@ impl AgentSettings {
         let protocol = match protocol {
             "tools" => Protocol::Tools,
             "text" => Protocol::Text,
-            other => bail!("--agent-protocol {other:?}: expected tools or text"),
+            "whole-file" => Protocol::WholeFile,
+            other => bail!("--agent-protocol {other:?}: expected tools, text or whole-file"),
         };
         if request_timeout_s == 0 {
             bail!("--request-timeout must be at least 1 second");
@@ -82,137 +83,14 @@ impl AgentSettings {
                 .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
             protocol,
             request_timeout: Duration::from_secs(request_timeout_s),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_turns: 24,
             max_tokens_per_proposal: 200_000,
             token_budget,
             temperature: 0.2,
             concurrency: concurrency.max(1),
+            context_window: None,
         })
-    }
-}
-
-/// A prompt: the task's own `prompts/NAME` if it has one, else the built-in file.
-fn prompt(task: &Task, name: &str, builtin: &str) -> String {
-    std::fs::read_to_string(task.dir.join("prompts").join(name))
-        .unwrap_or_else(|_| builtin.to_string())
-}
-
-fn render(template: &str, vars: &[(&str, String)]) -> String {
-    vars.iter().fold(template.to_string(), |t, (k, v)| {
-        t.replace(&format!("{{{{{k}}}}}"), v)
-    })
-}
-
-/// What every conversation of the agent shares: the task, where its commands run, the client.
-struct Shared {
-    settings: AgentSettings,
-    client: ModelClient,
-    task: Task,
-    source: FileTree,
-    runner: Runner,
-    cancel: CancelFlag,
-    workload: Option<Workload>,
-    context: String,
-}
-
-/// The scratch tree one conversation edits.
-struct Scratch {
-    shared: Arc<Shared>,
-    tree: FileTree,
-    original: BTreeMap<String, String>,
-    process_time: Duration,
-}
-
-fn trim_feedback(text: &str) -> String {
-    // Compiler errors first, then the tail: what a person would look at.
-    let important: Vec<&str> = text
-        .lines()
-        .filter(|l| {
-            ["error", "Error", "FAIL", "warning"]
-                .iter()
-                .any(|k| l.contains(k))
-        })
-        .collect();
-    let mut out = important.join("\n");
-    if out.len() < FEEDBACK_CAP / 2 {
-        let tail: String = text
-            .chars()
-            .rev()
-            .take(FEEDBACK_CAP / 2)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        out.push_str("\n...\n");
-        out.push_str(&tail);
-    }
-    out.chars().take(FEEDBACK_CAP).collect()
-}
-
-#[async_trait::async_trait]
-impl ToolHost for Scratch {
-    fn list_files(&self) -> Vec<String> {
-        self.tree.iter().map(|(p, _)| p.to_string()).collect()
-    }
-
-    fn read_file(&self, path: &str) -> Result<String, String> {
-        let p = RelPath::new(path).map_err(|e| e.to_string())?;
-        let bytes = self
-            .tree
-            .get(&p)
-            .ok_or_else(|| format!("no file {path}; list_files shows what exists"))?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| format!("{path} is not text"))
-    }
-
-    fn write_file(&mut self, path: &str, content: &str) -> Result<(), String> {
-        let p = RelPath::new(path).map_err(|e| e.to_string())?;
-        let task = &self.shared.task;
-        if !task.is_editable(&p) {
-            return Err(format!(
-                "{path} is protected: only {} may change",
-                task.editable_globs.join(", ")
-            ));
-        }
-        if content.len() > MAX_WRITE_BYTES || content.contains('\0') {
-            return Err(format!(
-                "{path}: content must be text under {MAX_WRITE_BYTES} bytes"
-            ));
-        }
-        self.tree.insert(p, content.as_bytes().to_vec());
-        Ok(())
-    }
-
-    async fn build_and_test(&mut self) -> String {
-        let started = Instant::now();
-        let tree = self.tree.clone();
-        let sh = &self.shared;
-        let result = tokio::task::block_in_place(|| {
-            let mut h = Harness::new(
-                &sh.task,
-                &sh.source,
-                &sh.runner,
-                sh.cancel.clone(),
-                sh.workload.as_ref(),
-            )
-            .map_err(|e| format!("{e:#}"))?;
-            h.prepare(tree)
-                .map(|_| ())
-                .map_err(|f| format!("{}\n{}", f.reason, f.log.unwrap_or_default()))
-        });
-        self.process_time += started.elapsed();
-        match result {
-            Ok(()) => "ok: it builds and the correctness test passes".to_string(),
-            Err(e) => trim_feedback(&e),
-        }
-    }
-
-    fn changed_files(&self) -> BTreeMap<String, String> {
-        self.tree
-            .iter()
-            .filter(|(p, _)| self.shared.task.is_editable(p))
-            .map(|(p, b)| (p.to_string(), String::from_utf8_lossy(b).into_owned()))
-            .filter(|(p, c)| self.original.get(p) != Some(c))
-            .collect()
     }
 }
 
@@ -250,6 +128,7 @@ async fn converse(
         st.protocol,
         &limits,
         with_params,
+        &shared.cancel,
     )
     .await
     .map_err(|e| AgentError::Model(e.to_string()))?;
@@ -257,7 +136,8 @@ async fn converse(
     usage.process_ms = scratch.process_time.as_millis() as u64;
     // A conversation that ends without a submission is still recorded, as an empty change.
     let (change, note) = match outcome.change {
-        Some(c) => (c, outcome.rationale),
+        Some(c) if outcome.ended == "submitted" => (c, outcome.rationale),
+        Some(c) => (c, format!("{} ({})", outcome.rationale, outcome.ended)),
         None => (
             ProposedChange::Files(BTreeMap::new()),
             format!("the agent did not submit: {}", outcome.ended),
@@ -276,6 +156,8 @@ pub struct AgentProposer {
     used_tokens: u64,
     /// Proposals of the last batch not handed out yet.
     queue: VecDeque<Proposal>,
+    /// The context window, once known (`Some(None)`: asked, and nobody said).
+    window: Option<Option<u64>>,
 }
 
 impl AgentProposer {
@@ -293,6 +175,7 @@ impl AgentProposer {
             settings.api_key.as_deref(),
             &settings.model,
             settings.request_timeout,
+            settings.idle_timeout,
         )?;
         let shared = Shared {
             settings,
@@ -308,76 +191,8 @@ impl AgentProposer {
             shared: Arc::new(shared),
             used_tokens: 0,
             queue: VecDeque::new(),
+            window: None,
         })
-    }
-
-    fn prompts(&self, ctx: &ProposalContext) -> Prompts {
-        let t = &self.shared.task;
-        let score = |s: Option<f64>| {
-            s.map_or("not measured yet".to_string(), |v| {
-                format!("{v:.4} {}", t.metric.name)
-            })
-        };
-        let params = match &t.params {
-            Some(p) => {
-                let space: Vec<String> = p
-                    .values
-                    .iter()
-                    .map(|(k, v)| format!("{k} in {}", serde_json::Value::from(v.clone())))
-                    .collect();
-                let constraints: Vec<String> = p.constraints.values().cloned().collect();
-                format!(
-                    "{}; constraints: {}; current: {}",
-                    space.join(", "),
-                    if constraints.is_empty() {
-                        "none".to_string()
-                    } else {
-                        constraints.join(" and ")
-                    },
-                    ctx.incumbent_params
-                        .as_ref()
-                        .map_or("-".to_string(), |p| serde_json::to_string(p)
-                            .unwrap_or_default())
-                )
-            }
-            None => "none (edit the code)".to_string(),
-        };
-        let files: String = ctx
-            .incumbent_files
-            .iter()
-            .map(|(p, c)| format!("--- {p} ---\n{c}\n"))
-            .collect();
-        let better = if t.metric.direction == Direction::Maximize {
-            "higher"
-        } else {
-            "lower"
-        };
-        let vars = [
-            ("task_name", t.name.clone()),
-            ("description", t.description.clone()),
-            ("metric", t.metric.name.clone()),
-            (
-                "direction",
-                format!("{}: {better} is better", t.metric.direction.as_str()),
-            ),
-            ("min_gain", format!("{:.1}%", t.metric.min_gain * 100.0)),
-            ("context", self.shared.context.clone()),
-            ("incumbent_score", score(ctx.incumbent_score)),
-            ("hand_tuned", score(ctx.reference_score)),
-            ("editable", t.editable_globs.join(", ")),
-            ("params", params),
-            ("history", ctx.history.clone()),
-            ("files", files),
-        ];
-        let system = match self.shared.settings.protocol {
-            Protocol::Tools => prompt(t, "system.txt", SYSTEM_TOOLS),
-            Protocol::Text => prompt(t, "system_text.txt", SYSTEM_TEXT),
-        };
-        Prompts {
-            system: render(&system, &vars),
-            task: render(&prompt(t, "task.txt", TASK), &vars),
-            feedback: prompt(t, "feedback.txt", FEEDBACK),
-        }
     }
 }
 
@@ -412,7 +227,16 @@ impl Proposer for AgentProposer {
             .min((st.token_budget - self.used_tokens) / n as u64)
             .max(1);
         let ctx = Arc::new(ctx.clone());
-        let prompts = Arc::new(self.prompts(&ctx));
+        if self.window.is_none() {
+            let told = self.shared.settings.context_window;
+            let window = match told {
+                Some(w) => Some(w),
+                None => self.shared.client.context_window().await,
+            };
+            tracing::info!(?window, "the model's context window");
+            self.window = Some(window);
+        }
+        let prompts = Arc::new(prompts(&self.shared, &ctx, self.window.flatten()));
         let tasks: Vec<_> = (0..n)
             .map(|_| {
                 tokio::spawn(converse(

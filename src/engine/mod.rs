@@ -3,6 +3,8 @@
 //! daemon. Imports `measure`, `task` and `record`.
 
 pub mod agent_host;
+mod agent_prompts;
+mod agent_scratch;
 pub mod daemon;
 pub mod digest;
 pub mod evaluate;

@@ -293,7 +293,14 @@ impl<'a> Loop<'a> {
                 return Ok(Some(format!("interrupted after {} candidates", k - 1)));
             }
             let ctx = self.proposal_context(proposer.wants_history()).await?;
-            let Some(proposal) = proposer.next(&ctx).await? else {
+            let next = proposer.next(&ctx).await;
+            if self.cancel.load(Ordering::SeqCst) {
+                // Whatever the proposer was doing (a model request in flight) was abandoned.
+                return Ok(Some(format!(
+                    "interrupted while proposing candidate {k}; nothing of it was recorded"
+                )));
+            }
+            let Some(proposal) = next? else {
                 return Ok(Some(format!(
                     "the {} proposer has nothing more to propose",
                     proposer.name()

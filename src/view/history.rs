@@ -38,7 +38,8 @@ pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<V
         let best = store
             .incumbent(&branch_name(&run.task, &run.context_id))
             .await?;
-        let (tokens, requests) = store.run_usage(run.id).await?;
+        let usage = store.run_usage(run.id).await?;
+        let per_candidate = |n: i64| (n > 0).then(|| usage.prompt_tokens / n);
         rows.push(json!({
             "run": run.id, "task": run.task, "context_id": run.context_id, "proposer": run.proposer,
             "budget": run.budget, "status": run.status, "started_at": run.started_at, "finished_at": run.finished_at,
@@ -46,7 +47,9 @@ pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<V
             "accepted": counts.accepted, "rejected": counts.rejected, "failed": counts.failed, "quarantined": counts.quarantined,
             "start_score": run.start_score, "hand_tuned_score": run.hand_tuned_score,
             "best_entry": best.as_ref().map(|b| b.id), "best_score": best.and_then(|b| b.score),
-            "message": run.message, "model_tokens": tokens, "model_requests": requests,
+            "message": run.message, "model_tokens": usage.tokens, "model_requests": usage.requests,
+            "prompt_tokens": usage.prompt_tokens, "prompt_tokens_per_candidate": per_candidate(counts.total()),
+            "prompt_tokens_per_accepted": per_candidate(counts.accepted),
         }));
     }
     Ok(rows)

@@ -77,7 +77,8 @@ pub fn show_json(d: &ShowData) -> Result<Value> {
         "verdict": c.verdict, "reason": c.reason, "stage": c.stage,
         "gain": c.gain, "gain_low": c.gain_low, "gain_high": c.gain_high, "confidence": c.confidence,
         "incumbent_score": c.incumbent_score, "candidate_score": c.candidate_score, "pairs": c.pairs,
-        "bench_seconds": c.bench_seconds, "overhead_ms": c.overhead_ms, "parent_entry": c.parent_entry_id,
+        "bench_seconds": c.bench_seconds, "model": c.model, "prompt_tokens": c.prompt_tokens,
+        "completion_tokens": c.completion_tokens, "agent_protocol": c.agent_protocol, "overhead_ms": c.overhead_ms, "parent_entry": c.parent_entry_id,
         "entry": entry.as_ref().map(|e| json!({
             "id": e.id, "commit": e.commit_sha, "branch": e.branch, "review_state": e.review_state,
             "reviewed_by": e.reviewed_by, "reviewed_at": e.reviewed_at, "review_reason": e.review_reason,

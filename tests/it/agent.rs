@@ -13,30 +13,30 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const KEY: &str = "sk-polymorph-test-key-7f3a";
+pub(crate) const KEY: &str = "sk-polymorph-test-key-7f3a";
 
 /// One scripted answer.
-struct Turn {
-    status: u16,
-    headers: Vec<(&'static str, &'static str)>,
-    body: String,
-    delay: Duration,
+pub(crate) struct Turn {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(&'static str, &'static str)>,
+    pub(crate) body: String,
+    pub(crate) delay: Duration,
 }
 
 /// What the server saw.
-struct Seen {
-    at: Instant,
-    authorization: Option<String>,
-    body: Value,
-    raw: String,
+pub(crate) struct Seen {
+    pub(crate) at: Instant,
+    pub(crate) authorization: Option<String>,
+    pub(crate) body: Value,
+    pub(crate) raw: String,
 }
 
 #[derive(Default)]
-struct Fake {
-    script: Mutex<VecDeque<Turn>>,
-    seen: Mutex<Vec<Seen>>,
-    in_flight: std::sync::atomic::AtomicUsize,
-    max_in_flight: std::sync::atomic::AtomicUsize,
+pub(crate) struct Fake {
+    pub(crate) script: Mutex<VecDeque<Turn>>,
+    pub(crate) seen: Mutex<Vec<Seen>>,
+    pub(crate) in_flight: std::sync::atomic::AtomicUsize,
+    pub(crate) max_in_flight: std::sync::atomic::AtomicUsize,
 }
 
 async fn chat(State(fake): State<Arc<Fake>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -69,7 +69,7 @@ async fn chat(State(fake): State<Arc<Fake>>, headers: HeaderMap, body: Bytes) ->
 }
 
 /// Starts the server on 127.0.0.1 in a thread of its own; returns its base URL.
-fn serve(script: Vec<Turn>) -> (String, Arc<Fake>) {
+pub(crate) fn serve(script: Vec<Turn>) -> (String, Arc<Fake>) {
     let fake = Arc::new(Fake {
         script: Mutex::new(script.into()),
         ..Fake::default()
@@ -94,7 +94,7 @@ fn serve(script: Vec<Turn>) -> (String, Arc<Fake>) {
     (format!("http://127.0.0.1:{port}/v1"), fake)
 }
 
-fn ok(body: Value) -> Turn {
+pub(crate) fn ok(body: Value) -> Turn {
     Turn {
         status: 200,
         headers: vec![],
@@ -103,11 +103,11 @@ fn ok(body: Value) -> Turn {
     }
 }
 
-fn tool(name: &str, args: Value) -> Turn {
+pub(crate) fn tool(name: &str, args: Value) -> Turn {
     tool_raw(name, &args.to_string())
 }
 
-fn tool_raw(name: &str, arguments: &str) -> Turn {
+pub(crate) fn tool_raw(name: &str, arguments: &str) -> Turn {
     ok(json!({
         "id": "chatcmpl-1", "object": "chat.completion", "model": "fake",
         "choices": [{ "index": 0, "finish_reason": "tool_calls", "message": {
@@ -118,7 +118,7 @@ fn tool_raw(name: &str, arguments: &str) -> Turn {
     }))
 }
 
-fn text(content: &str) -> Turn {
+pub(crate) fn text(content: &str) -> Turn {
     ok(json!({
         "id": "chatcmpl-1", "object": "chat.completion", "model": "fake",
         "choices": [{ "index": 0, "finish_reason": "stop", "message": { "role": "assistant", "content": content } }],
@@ -126,7 +126,7 @@ fn text(content: &str) -> Turn {
     }))
 }
 
-fn agent_run(env: &Env, url: &str, task: &std::path::Path, extra: &[&str]) -> Value {
+pub(crate) fn agent_run(env: &Env, url: &str, task: &std::path::Path, extra: &[&str]) -> Value {
     let out = env
         .cmd()
         .env("OPENAI_BASE_URL", url)
@@ -153,7 +153,7 @@ fn agent_run(env: &Env, url: &str, task: &std::path::Path, extra: &[&str]) -> Va
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn tool_messages(seen: &Seen) -> Vec<String> {
+pub(crate) fn tool_messages(seen: &Seen) -> Vec<String> {
     seen.body["messages"]
         .as_array()
         .unwrap()

@@ -5,6 +5,7 @@
 
 mod adversarial;
 mod agent;
+mod agent_models;
 mod common;
 mod faults;
 mod layers;

@@ -1,19 +1,21 @@
 //! The model client: chat completions on any OpenAI-compatible server (OpenAI, Together, vLLM,
-//! SGLang, llama.cpp, Ollama) through async-openai with JSON in and out, so servers' small
-//! differences (arguments as a string or an object, missing usage) are tolerated. async-openai
-//! retries 429 and 5xx honouring Retry-After; this layer adds a request timeout and retries, with
-//! jittered backoff, what that does not: timeouts, dropped connections and truncated bodies.
+//! SGLang, llama.cpp, Ollama), streamed (see `stream`), with JSON in and out so servers' small
+//! differences (arguments as a string or an object, missing usage) are tolerated. 429 and 5xx
+//! answers are retried honouring `Retry-After`; a server silent past the first-byte limit, a
+//! stream stalled past the idle limit, a dropped connection or a truncated body are retried with
+//! jittered backoff; a request in flight is dropped at once when the run is interrupted.
 
-use async_openai::Client;
-use async_openai::config::OpenAIConfig;
-use async_openai::error::OpenAIError;
+use super::stream::{self, AttemptError};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-/// Retries after a timeout, a transport error or an unreadable body.
-const TRANSIENT_RETRIES: u32 = 3;
+/// Attempts for one request, the first included: enough to ride out a rate limit, a server
+/// error and a dropped connection in a row.
+const MAX_ATTEMPTS: u32 = 6;
 /// First backoff; doubled each retry, plus up to as much again of jitter.
 const BACKOFF_START: Duration = Duration::from_millis(200);
+/// Longest `Retry-After` honoured; a longer one is waited this long.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -23,6 +25,18 @@ pub enum ModelError {
     Refused(String),
     #[error("the model server did not answer usably after {attempts} attempts: {last}")]
     Unavailable { attempts: u32, last: String },
+    #[error("interrupted: the model request was abandoned")]
+    Cancelled,
+}
+
+/// How often a waiting request looks at the cancel flag: Ctrl-C stops it within this.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// Resolves when `cancel` is set.
+async fn cancelled(cancel: &super::host::Cancel) {
+    while !cancel.load(std::sync::atomic::Ordering::SeqCst) {
+        tokio::time::sleep(CANCEL_POLL).await;
+    }
 }
 
 /// One tool call in a reply.
@@ -48,8 +62,33 @@ pub struct Reply {
 }
 
 pub struct ModelClient {
-    client: Client<OpenAIConfig>,
+    http: reqwest::Client,
+    base_url: String,
+    api_key: Option<String>,
+    limits: stream::Limits,
     pub model: String,
+}
+
+/// Fields servers use for a model's context length in `/v1/models`: vLLM, OpenRouter and
+/// Together, others, and llama.cpp's `meta`.
+const WINDOW_FIELDS: [&str; 5] = [
+    "/max_model_len",
+    "/context_length",
+    "/context_window",
+    "/meta/n_ctx",
+    "/meta/n_ctx_train",
+];
+
+/// The context length `/v1/models` reports for `model` (or for its only model), if any.
+fn window_in(models: &Value, model: &str) -> Option<u64> {
+    let data = models.get("data")?.as_array()?;
+    let entry = data
+        .iter()
+        .find(|m| m.get("id").and_then(Value::as_str) == Some(model))
+        .or_else(|| (data.len() == 1).then(|| &data[0]))?;
+    WINDOW_FIELDS
+        .iter()
+        .find_map(|f| entry.pointer(f).and_then(Value::as_u64))
 }
 
 fn redact(text: &str, secret: Option<&str>) -> String {
@@ -60,35 +99,66 @@ fn redact(text: &str, secret: Option<&str>) -> String {
 }
 
 impl ModelClient {
-    /// `base_url` like `http://127.0.0.1:8000/v1`; the key goes only into the Authorization header.
+    /// `base_url` like `http://127.0.0.1:8000/v1`; the key goes only into the Authorization
+    /// header. `first_byte`: how long a request may wait for the first token; `idle`: the
+    /// longest pause in a streamed reply.
     pub fn new(
         base_url: &str,
         api_key: Option<&str>,
         model: &str,
-        timeout: Duration,
+        first_byte: Duration,
+        idle: Duration,
     ) -> Result<Self, ModelError> {
         let http = reqwest::Client::builder()
-            .timeout(timeout)
+            .connect_timeout(first_byte)
             .build()
             .map_err(|e| ModelError::Refused(format!("building the HTTP client: {e}")))?;
-        let mut config = OpenAIConfig::new().with_api_base(base_url.trim_end_matches('/'));
-        config = config.with_api_key(api_key.unwrap_or_default());
         Ok(ModelClient {
-            client: Client::with_config(config).with_http_client(http),
+            http,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key: api_key.map(str::to_string),
+            limits: stream::Limits { first_byte, idle },
             model: model.to_string(),
         })
     }
 
+    /// The model's context window as the server's `/v1/models` reports it; `None` when it
+    /// says nothing (OpenAI, Ollama) or does not answer.
+    pub async fn context_window(&self) -> Option<u64> {
+        let mut req = self.http.get(format!("{}/models", self.base_url));
+        if let Some(key) = self.api_key.as_deref().filter(|k| !k.is_empty()) {
+            req = req.bearer_auth(key);
+        }
+        let text = req.send().await.ok()?.text().await.ok()?;
+        window_in(&serde_json::from_str(&text).ok()?, &self.model)
+    }
+
     /// Sends one chat-completions request (`body` without "model"; it is added here).
-    pub async fn chat(&self, body: &Value, api_key: Option<&str>) -> Result<Reply, ModelError> {
+    /// Sends one chat-completions request (`body` without "model"; it is added here). Dropped
+    /// at once when `cancel` is set: nothing half-done comes back.
+    pub async fn chat(
+        &self,
+        body: &Value,
+        api_key: Option<&str>,
+        cancel: &super::host::Cancel,
+    ) -> Result<Reply, ModelError> {
         let mut body = body.clone();
         body["model"] = Value::from(self.model.clone());
-        body["stream"] = Value::from(false);
+        body["stream"] = Value::from(true);
+        body["stream_options"] = serde_json::json!({ "include_usage": true });
+        let url = format!("{}/chat/completions", self.base_url);
         let started = Instant::now();
         let mut last = String::new();
         let mut backoff = BACKOFF_START;
-        for attempt in 1..=TRANSIENT_RETRIES + 1 {
-            let result: Result<Value, OpenAIError> = self.client.chat().create_byot(&body).await;
+        for attempt in 1..=MAX_ATTEMPTS {
+            let sent = stream::attempt(&self.http, &url, api_key, &body, self.limits);
+            let result = tokio::select! {
+                r = sent => r,
+                () = cancelled(cancel) => return Err(ModelError::Cancelled),
+            };
+            let jitter =
+                Duration::from_millis(rand::random::<u64>() % (backoff.as_millis() as u64 + 1));
+            let mut wait = backoff + jitter;
             match result {
                 Ok(v) => match parse_reply(&v) {
                     Some(mut reply) => {
@@ -100,8 +170,12 @@ impl ModelClient {
                         last = format!("no choices in the reply: {}", truncate(&v.to_string(), 200))
                     }
                 },
-                Err(OpenAIError::ApiError(e)) => {
-                    let msg = redact(&e.to_string(), api_key);
+                Err(AttemptError::Status {
+                    code,
+                    retry_after,
+                    message,
+                }) => {
+                    let msg = redact(&message, api_key);
                     let lower = msg.to_ascii_lowercase();
                     if lower.contains("context_length")
                         || lower.contains("context length")
@@ -109,24 +183,27 @@ impl ModelClient {
                     {
                         return Err(ModelError::ContextLength(msg));
                     }
-                    // 429 and 5xx were already retried by async-openai; other statuses are final.
-                    return Err(ModelError::Refused(msg));
+                    if code != 429 && code < 500 {
+                        return Err(ModelError::Refused(format!("{code}: {msg}")));
+                    }
+                    if let Some(s) = retry_after {
+                        wait = Duration::from_secs(s).min(MAX_RETRY_AFTER);
+                    }
+                    last = format!("{code}: {msg}");
                 }
-                Err(OpenAIError::InvalidArgument(m)) => {
-                    return Err(ModelError::Refused(redact(&m, api_key)));
-                }
-                Err(e) => last = redact(&e.to_string(), api_key),
+                Err(AttemptError::Transient(e)) => last = redact(&e, api_key),
             }
-            if attempt <= TRANSIENT_RETRIES {
-                let jitter =
-                    Duration::from_millis(rand::random::<u64>() % (backoff.as_millis() as u64 + 1));
+            if attempt < MAX_ATTEMPTS {
                 tracing::warn!(attempt, error = %last, "model request failed; retrying");
-                tokio::time::sleep(backoff + jitter).await;
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = cancelled(cancel) => return Err(ModelError::Cancelled),
+                }
                 backoff *= 2;
             }
         }
         Err(ModelError::Unavailable {
-            attempts: TRANSIENT_RETRIES + 1,
+            attempts: MAX_ATTEMPTS,
             last,
         })
     }
@@ -201,6 +278,17 @@ mod tests {
         assert_eq!(r.tool_calls[1].arguments, "{\"rationale\":\"x\"}");
         assert_eq!((r.prompt_tokens, r.completion_tokens), (10, 5));
         assert!(parse_reply(&serde_json::json!({ "choices": [] })).is_none());
+    }
+
+    #[test]
+    fn context_windows_as_servers_report_them() {
+        let vllm = serde_json::json!({ "data": [{ "id": "m", "max_model_len": 32768 }] });
+        assert_eq!(window_in(&vllm, "m"), Some(32768));
+        let llama =
+            serde_json::json!({ "data": [{ "id": "x.gguf", "meta": { "n_ctx_train": 8192 } }] });
+        assert_eq!(window_in(&llama, "other"), Some(8192), "the only model");
+        let openai = serde_json::json!({ "data": [{ "id": "a" }, { "id": "b" }] });
+        assert_eq!(window_in(&openai, "a"), None);
     }
 
     #[test]

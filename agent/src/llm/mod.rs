@@ -3,8 +3,14 @@
 
 mod client;
 mod edits;
+mod emitted;
+mod host;
 mod session;
+mod stream;
+mod tools;
+mod watchdog;
 
 pub use client::{ModelClient, ModelError, Reply, ToolCall};
 pub use edits::{TextEdit, TextReply, parse_text_reply};
-pub use session::{Limits, Outcome, Prompts, Protocol, ToolHost, propose};
+pub use host::{BuildReport, Cancel, Limits, Outcome, Prompts, Protocol, ToolHost};
+pub use session::propose;

@@ -1,281 +1,355 @@
 //! One proposal by the coding agent: a conversation in which the model reads the incumbent,
-//! edits a scratch copy through tools (or the text protocol), builds and tests it, and submits.
+//! edits a scratch copy through tools (or a text protocol), builds and tests it, and submits.
 //! The host performs every action on files and processes; this loop only decides what to ask
-//! for and what to tell the model. A protected file, a bad argument, an unknown tool or a block
-//! that does not match is an answer the model sees, never a crash.
+//! for and what to tell the model. A conversation that goes nowhere is nudged once, then moved
+//! to a simpler protocol (tools -> text blocks -> whole files), then ended early; at the end the
+//! last version that built and passed is submitted rather than thrown away.
 
 use super::client::{ModelClient, ModelError, Reply, ToolCall};
 use super::edits::{TextEdit, parse_text_reply};
+use super::emitted::calls_in_text;
+use super::host::{Cancel, Limits, Outcome, Prompts, Protocol, ToolHost};
+use super::tools::{Step, replace_once, resolve_path, run_tool, tool_names, tool_specs};
+use super::watchdog::{self, Action, Turn, Watchdog};
 use crate::{Params, ProposedChange, Usage};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-/// What the agent can do to its scratch tree. Implemented by the driver, which owns the sandbox.
-#[async_trait::async_trait]
-pub trait ToolHost: Send {
-    /// Editable and readable files of the scratch tree.
-    fn list_files(&self) -> Vec<String>;
-    fn read_file(&self, path: &str) -> Result<String, String>;
-    /// Refused (with a reason for the model) for a path that is not editable.
-    fn write_file(&mut self, path: &str, content: &str) -> Result<(), String>;
-    /// Builds and tests the scratch tree: a short report, errors trimmed to what matters.
-    async fn build_and_test(&mut self) -> String;
-    /// Editable files that differ from the incumbent.
-    fn changed_files(&self) -> BTreeMap<String, String>;
+/// Tool results longer than this are elided from older turns: the model can read again, and the
+/// conversation does not resend a whole file on every turn.
+const STALE_RESULT_CHARS: usize = 2_000;
+/// Messages at the end of the conversation always kept whole.
+const RECENT_MESSAGES: usize = 4;
+
+/// The state of one conversation.
+struct Conversation<'a> {
+    client: &'a ModelClient,
+    api_key: Option<&'a str>,
+    host: &'a mut dyn ToolHost,
+    prompts: &'a Prompts,
+    limits: &'a Limits,
+    with_params: bool,
+    cancel: &'a Cancel,
+    protocol: Protocol,
+    messages: Vec<Value>,
+    usage: Usage,
+    watchdog: Watchdog,
+    /// The last tool call and error, to notice repeats.
+    last_call: Option<String>,
+    last_error: Option<String>,
+    /// Editable files of the last version that built and passed.
+    last_passing: Option<BTreeMap<String, String>>,
 }
 
-/// The rendered prompts for one proposal.
-#[derive(Debug, Clone)]
-pub struct Prompts {
-    pub system: String,
-    pub task: String,
-    /// Template for feedback, with `{{message}}`.
-    pub feedback: String,
-}
+impl Conversation<'_> {
+    fn system(&self) -> &str {
+        match self.protocol {
+            Protocol::Tools => &self.prompts.system_tools,
+            Protocol::Text => &self.prompts.system_text,
+            Protocol::WholeFile => &self.prompts.system_whole_file,
+        }
+    }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// OpenAI tool calling.
-    Tools,
-    /// SEARCH/REPLACE blocks and BUILD / SUBMIT lines, for servers without tool calling.
-    Text,
-}
+    fn feedback(&self, m: &str) -> Value {
+        json!({ "role": "user", "content": self.prompts.feedback.replace("{{message}}", m) })
+    }
 
-#[derive(Debug, Clone)]
-pub struct Limits {
-    pub max_turns: usize,
-    /// Prompt plus completion tokens for one proposal.
-    pub max_tokens: u64,
-    pub temperature: f64,
-}
-
-/// How a proposal attempt ended.
-#[derive(Debug)]
-pub struct Outcome {
-    /// The change submitted, if any.
-    pub change: Option<ProposedChange>,
-    pub rationale: String,
-    pub usage: Usage,
-    /// Why it ended without a change, for the log.
-    pub ended: String,
-}
-
-impl Outcome {
-    fn submitted(change: ProposedChange, rationale: String, usage: Usage) -> Self {
+    fn outcome(
+        &mut self,
+        change: Option<ProposedChange>,
+        rationale: String,
+        ended: String,
+    ) -> Outcome {
+        self.usage.protocol = self.protocol.as_str().to_string();
         Outcome {
-            change: Some(change),
+            change,
             rationale,
-            usage,
-            ended: "submitted".into(),
+            usage: std::mem::take(&mut self.usage),
+            ended,
         }
     }
-}
 
-fn tool_specs(with_params: bool) -> Value {
-    let f = |name: &str, desc: &str, params: Value| json!({ "type": "function", "function": { "name": name, "description": desc, "parameters": params } });
-    let none = json!({ "type": "object", "properties": {} });
-    let mut tools = vec![
-        f(
-            "list_files",
-            "List the files of the working tree.",
-            none.clone(),
-        ),
-        f(
-            "read_file",
-            "Read a file, optionally only lines start_line..=end_line (1-based).",
-            json!({ "type": "object", "properties": { "path": { "type": "string" }, "start_line": { "type": "integer" }, "end_line": { "type": "integer" } }, "required": ["path"] }),
-        ),
-        f(
-            "replace_text",
-            "Replace one exact occurrence of `old` with `new` in an editable file.",
-            json!({ "type": "object", "properties": { "path": { "type": "string" }, "old": { "type": "string" }, "new": { "type": "string" } }, "required": ["path", "old", "new"] }),
-        ),
-        f(
-            "write_file",
-            "Replace the whole content of an editable file.",
-            json!({ "type": "object", "properties": { "path": { "type": "string" }, "content": { "type": "string" } }, "required": ["path", "content"] }),
-        ),
-        f(
-            "build_and_test",
-            "Build the working tree and run the correctness test; returns errors if any.",
-            none,
-        ),
-        f(
-            "submit",
-            "Submit the working tree as your candidate, with a one-line rationale. It is then verified and benchmarked.",
-            json!({ "type": "object", "properties": { "rationale": { "type": "string" } }, "required": ["rationale"] }),
-        ),
-    ];
-    if with_params {
-        tools.push(f(
-            "propose_params",
-            "Propose a full parameter assignment instead of editing code.",
-            json!({ "type": "object", "properties": { "params": { "type": "object" }, "rationale": { "type": "string" } }, "required": ["params"] }),
-        ));
-    }
-    Value::Array(tools)
-}
-
-fn replace_once(
-    host: &mut dyn ToolHost,
-    path: &str,
-    old: &str,
-    new: &str,
-) -> Result<String, String> {
-    let text = host.read_file(path)?;
-    match text.matches(old).count() {
-        0 => Err(format!(
-            "the text to replace was not found in {path}; read the file again and copy it exactly"
-        )),
-        1 => {
-            host.write_file(path, &text.replacen(old, new, 1))?;
-            Ok(format!("replaced one occurrence in {path}"))
-        }
-        n => Err(format!(
-            "the text to replace occurs {n} times in {path}; include more surrounding lines"
-        )),
-    }
-}
-
-fn read_lines(
-    host: &dyn ToolHost,
-    path: &str,
-    start: Option<u64>,
-    end: Option<u64>,
-) -> Result<String, String> {
-    let text = host.read_file(path)?;
-    if start.is_none() && end.is_none() {
-        return Ok(text);
-    }
-    let lines: Vec<&str> = text.lines().collect();
-    let s = start.unwrap_or(1).max(1) as usize;
-    let e = (end.unwrap_or(lines.len() as u64) as usize).min(lines.len());
-    if s > e {
-        return Err(format!("{path} has {} lines", lines.len()));
-    }
-    Ok(lines[s - 1..e]
-        .iter()
-        .enumerate()
-        .map(|(i, l)| format!("{:>5} {l}\n", s + i))
-        .collect())
-}
-
-enum Step {
-    Continue(String),
-    Done(ProposedChange, String),
-}
-
-async fn run_tool(host: &mut dyn ToolHost, call: &ToolCall, with_params: bool) -> Step {
-    let args: Value = match serde_json::from_str(if call.arguments.trim().is_empty() {
-        "{}"
-    } else {
-        &call.arguments
-    }) {
-        Ok(v) => v,
-        Err(e) => {
-            return Step::Continue(format!(
-                "error: the arguments of {} are not valid JSON ({e}); send a JSON object",
-                call.name
-            ));
-        }
-    };
-    let s = |k: &str| args.get(k).and_then(Value::as_str);
-    let result = match (call.name.as_str(), with_params) {
-        ("list_files", _) => Ok(host.list_files().join("\n")),
-        ("read_file", _) => match s("path") {
-            Some(p) => read_lines(
-                host,
-                p,
-                args.get("start_line").and_then(Value::as_u64),
-                args.get("end_line").and_then(Value::as_u64),
+    /// Ends without a submission: the last passing version goes in instead, if there is one.
+    fn end(&mut self, why: String) -> Outcome {
+        match self.last_passing.take().filter(|f| !f.is_empty()) {
+            Some(files) => self.outcome(
+                Some(ProposedChange::Files(files)),
+                format!("submitted by polymorph ({why}): the last version that built and passed"),
+                format!("submitted the last passing version: {why}"),
             ),
-            None => Err("read_file needs a path".into()),
-        },
-        ("replace_text", _) => match (s("path"), s("old"), s("new")) {
-            (Some(p), Some(o), Some(n)) if !o.is_empty() => replace_once(host, p, o, n),
-            _ => Err("replace_text needs path, old (not empty) and new".into()),
-        },
-        ("write_file", _) => match (s("path"), s("content")) {
-            (Some(p), Some(c)) => host.write_file(p, c).map(|()| format!("wrote {p}")),
-            _ => Err("write_file needs path and content".into()),
-        },
-        ("build_and_test", _) => Ok(host.build_and_test().await),
-        ("submit", _) => {
-            let files = host.changed_files();
-            if files.is_empty() {
-                Err("nothing is changed yet: edit a file before submitting".into())
-            } else {
-                return Step::Done(
-                    ProposedChange::Files(files),
-                    s("rationale").unwrap_or("").to_string(),
+            None => self.outcome(None, String::new(), why),
+        }
+    }
+
+    /// Starts over in `protocol`: its system prompt, the task, and the scratch files as they are.
+    fn switch(&mut self, protocol: Protocol, why: &str) {
+        self.protocol = protocol;
+        let files: String = self
+            .host
+            .editable_files()
+            .unwrap_or_default()
+            .iter()
+            .map(|(p, c)| format!("--- {p} ---\n{c}\n"))
+            .collect();
+        let note = self
+            .prompts
+            .switch
+            .replace("{{why}}", why)
+            .replace("{{files}}", &files);
+        self.messages = vec![
+            json!({ "role": "system", "content": self.system() }),
+            json!({ "role": "user", "content": self.prompts.task }),
+            json!({ "role": "user", "content": note }),
+        ];
+        self.last_call = None;
+        self.last_error = None;
+    }
+
+    /// Replaces long tool results of older turns with a line saying so.
+    fn elide_stale_results(&mut self) {
+        let keep_from = self.messages.len().saturating_sub(RECENT_MESSAGES);
+        for m in self.messages.iter_mut().take(keep_from).skip(2) {
+            let long = m["content"]
+                .as_str()
+                .is_some_and(|c| c.len() > STALE_RESULT_CHARS);
+            if m["role"] == "tool" && long {
+                m["content"] = json!(
+                    "(a long result of an earlier turn, elided; call the tool again if you need it)"
                 );
             }
         }
-        ("propose_params", true) => match args.get("params").and_then(Value::as_object) {
-            Some(p) => {
-                let params: Params = p.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                return Step::Done(
-                    ProposedChange::Params(params),
-                    s("rationale").unwrap_or("").to_string(),
-                );
-            }
-            None => Err("propose_params needs a params object".into()),
-        },
-        (other, _) => Err(format!(
-            "there is no tool named {other:?}; use one of the declared tools"
-        )),
-    };
-    Step::Continue(match result {
-        Ok(text) => text,
-        Err(e) => format!("error: {e}"),
-    })
+    }
+
+    async fn request(&mut self) -> Result<Reply, ModelError> {
+        self.elide_stale_results();
+        let mut body = json!({ "messages": self.messages, "temperature": self.limits.temperature });
+        if self.protocol == Protocol::Tools {
+            body["tools"] = tool_specs(self.with_params);
+            body["tool_choice"] = json!("auto");
+        }
+        let reply = self.client.chat(&body, self.api_key, self.cancel).await?;
+        self.usage.prompt_tokens += reply.prompt_tokens;
+        self.usage.completion_tokens += reply.completion_tokens;
+        self.usage.requests += reply.requests;
+        self.usage.latency_ms += reply.latency.as_millis() as u64;
+        Ok(reply)
+    }
 }
 
-async fn run_text(host: &mut dyn ToolHost, reply: &str, with_params: bool) -> Step {
-    let parsed = parse_text_reply(reply, &host.list_files());
-    let mut notes = parsed.malformed.clone();
-    for edit in &parsed.edits {
-        let r = match edit {
-            TextEdit::Replace {
-                path,
-                search,
-                replace,
-            } => replace_once(host, path, search, replace),
-            TextEdit::WholeFile { path, content } => host
-                .write_file(path, content)
-                .map(|()| format!("wrote {path}")),
-        };
-        if let Err(e) = r {
-            notes.push(e);
-        }
-    }
-    if let Some(json) = parsed.params.as_deref().filter(|_| with_params) {
-        match serde_json::from_str::<Params>(json) {
-            Ok(p) => {
-                return Step::Done(ProposedChange::Params(p), parsed.submit.unwrap_or_default());
+/// What a turn came to: a submission, or how it looked to the watchdog.
+enum TurnResult {
+    Submitted(ProposedChange, String),
+    Looked(Turn),
+}
+
+impl Conversation<'_> {
+    /// Runs the calls of one reply; their answers go back as tool messages, or as one user
+    /// message when the calls were written in the text (they have no call ids).
+    async fn handle_calls(&mut self, calls: &[ToolCall], in_text: bool) -> TurnResult {
+        let mut answers = Vec::new();
+        let mut look = Turn::Progress;
+        for call in calls {
+            let signature = format!("{} {}", call.name, call.arguments);
+            let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+            let (text, failed) = if watchdog::placeholder(&call.name, &args) {
+                look = Turn::Placeholder(signature.clone());
+                (
+                    format!(
+                        "error: {} got placeholder arguments; copy the exact text from the file you read, and change it",
+                        call.name
+                    ),
+                    true,
+                )
+            } else if self.last_call.as_deref() == Some(signature.as_str())
+                && self.last_error.is_some()
+            {
+                look = Turn::Repeated(signature.clone());
+                (
+                    "error: that is the same call as before, which failed; do something different"
+                        .into(),
+                    true,
+                )
+            } else {
+                match run_tool(self.host, call, self.with_params).await {
+                    Step::Done(change, why) => return TurnResult::Submitted(change, why),
+                    Step::Continue { text, failed } => (text, failed),
+                }
+            };
+            if failed {
+                if self.last_error.as_deref() == Some(text.as_str()) && look == Turn::Progress {
+                    look = Turn::SameError(text.clone());
+                }
+                self.last_error = Some(text.clone());
+            } else {
+                self.last_error = None;
+                if call.name == "build_and_test" {
+                    self.last_passing = Some(self.host.changed_files());
+                }
             }
-            Err(e) => notes.push(format!("PARAMS is not a JSON object of values: {e}")),
+            self.last_call = Some(signature);
+            answers.push((call.id.clone(), call.name.clone(), text));
+        }
+        if in_text {
+            let joined: Vec<String> = answers
+                .iter()
+                .map(|(_, n, t)| format!("{n}: {t}"))
+                .collect();
+            let m = self.feedback(&joined.join("\n\n"));
+            self.messages.push(m);
+        } else {
+            for (id, _, text) in answers {
+                self.messages
+                    .push(json!({ "role": "tool", "tool_call_id": id, "content": text }));
+            }
+        }
+        TurnResult::Looked(look)
+    }
+
+    /// Applies a text-protocol reply: edits, then PARAMS, SUBMIT or BUILD; edits without any
+    /// command are built and tested, and submitted when they pass.
+    async fn handle_text(&mut self, reply: &str) -> TurnResult {
+        let parsed = parse_text_reply(reply, &self.host.list_files());
+        let mut notes = parsed.malformed.clone();
+        let mut changed = false;
+        for edit in &parsed.edits {
+            let r = match edit {
+                TextEdit::Replace {
+                    path,
+                    search,
+                    replace,
+                } => replace_once(self.host, path, search, replace),
+                TextEdit::WholeFile { path, content } => {
+                    let path = resolve_path(self.host, path);
+                    self.host
+                        .write_file(&path, content)
+                        .map(|()| format!("wrote {path}"))
+                }
+            };
+            match r {
+                Ok(_) => changed = true,
+                Err(e) => notes.push(e),
+            }
+        }
+        if let Some(json) = parsed.params.as_deref().filter(|_| self.with_params) {
+            match serde_json::from_str::<Params>(json) {
+                Ok(p) => {
+                    return TurnResult::Submitted(
+                        ProposedChange::Params(p),
+                        parsed.submit.unwrap_or_default(),
+                    );
+                }
+                Err(e) => notes.push(format!("PARAMS is not a JSON object of values: {e}")),
+            }
+        }
+        let silent = parsed.submit.is_none() && !parsed.build;
+        if notes.is_empty() && (parsed.build || parsed.submit.is_some() || changed) {
+            let files = self.host.changed_files();
+            if parsed.submit.is_some() && !files.is_empty() {
+                return TurnResult::Submitted(
+                    ProposedChange::Files(files),
+                    parsed.submit.unwrap_or_default(),
+                );
+            }
+            let report = self.host.build_and_test().await;
+            if report.passed {
+                self.last_passing = Some(files.clone());
+                if silent && !files.is_empty() {
+                    return TurnResult::Submitted(
+                        ProposedChange::Files(files),
+                        "submitted by polymorph: the edits built and passed (the reply gave no SUBMIT)".into(),
+                    );
+                }
+            }
+            notes.push(report.text);
+            if files.is_empty() {
+                notes.push("nothing is changed yet: edit a file before SUBMIT".into());
+            }
+        }
+        let look =
+            if parsed.edits.is_empty() && silent && parsed.params.is_none() && notes.is_empty() {
+                notes.push(
+                    "no edit, BUILD or SUBMIT found; answer in the format described at the start"
+                        .into(),
+                );
+                Turn::Empty
+            } else if !changed && self.last_error.as_deref() == Some(notes.join("\n").as_str()) {
+                Turn::SameError(notes.join("; "))
+            } else {
+                Turn::Progress
+            };
+        let note = notes.join("\n");
+        self.last_error = (!changed).then(|| note.clone());
+        let m = self.feedback(&note);
+        self.messages.push(m);
+        TurnResult::Looked(look)
+    }
+
+    /// One reply: tool calls (declared or written in the text), text-protocol blocks, or nothing.
+    async fn turn(&mut self, reply: Reply) -> TurnResult {
+        let mut assistant = reply.message.clone();
+        assistant["role"] = json!("assistant");
+        self.messages.push(assistant);
+        if !reply.tool_calls.is_empty() {
+            return self.handle_calls(&reply.tool_calls, false).await;
+        }
+        let text = reply.content.unwrap_or_default();
+        if text.trim().is_empty() {
+            let m =
+                self.feedback("Your reply was empty. Answer in the format described at the start.");
+            self.messages.push(m);
+            return TurnResult::Looked(Turn::Empty);
+        }
+        if self.protocol == Protocol::Tools {
+            let calls = calls_in_text(&text, &tool_names(self.with_params));
+            if !calls.is_empty() {
+                return self.handle_calls(&calls, true).await;
+            }
+        }
+        self.handle_text(&text).await
+    }
+
+    /// Nudges, switches protocol or gives up as the watchdog says; `Some` ends the proposal.
+    fn react(&mut self, look: &Turn) -> Option<Outcome> {
+        match self.watchdog.observe(look) {
+            Action::Continue => None,
+            Action::Nudge(why) => {
+                let m = json!({ "role": "user", "content": self.prompts.nudge.replace("{{why}}", &why) });
+                self.messages.push(m);
+                None
+            }
+            Action::Switch(why) => {
+                let next = self.protocol.fallback(self.host.editable_files().is_some());
+                match next {
+                    Some(p) => {
+                        tracing::info!(
+                            from = self.protocol.as_str(),
+                            to = p.as_str(),
+                            "{why}; switching protocol"
+                        );
+                        self.switch(p, &why);
+                        None
+                    }
+                    None => Some(self.end(format!("the conversation went nowhere: {why}"))),
+                }
+            }
+            Action::GiveUp(why) => Some(self.end(why)),
         }
     }
-    if notes.is_empty()
-        && let Some(why) = parsed.submit
-    {
-        let files = host.changed_files();
-        if !files.is_empty() {
-            return Step::Done(ProposedChange::Files(files), why);
-        }
-        notes.push("nothing is changed yet: edit a file before SUBMIT".into());
+}
+
+/// How many simpler protocols a conversation can still fall back to.
+fn fallbacks(protocol: Protocol, whole_files: bool) -> usize {
+    let mut n = 0;
+    let mut p = protocol;
+    while let Some(next) = p.fallback(whole_files) {
+        n += 1;
+        p = next;
     }
-    if parsed.build && notes.is_empty() {
-        notes.push(host.build_and_test().await);
-    }
-    if notes.is_empty() {
-        notes.push("no edit, BUILD or SUBMIT found; answer with SEARCH/REPLACE blocks, then BUILD or SUBMIT: <rationale>".into());
-    }
-    Step::Continue(notes.join("\n"))
+    n
 }
 
 /// Asks the model for one candidate.
+#[allow(clippy::too_many_arguments)]
 pub async fn propose(
     client: &ModelClient,
     api_key: Option<&str>,
@@ -284,82 +358,63 @@ pub async fn propose(
     protocol: Protocol,
     limits: &Limits,
     with_params: bool,
+    cancel: &Cancel,
 ) -> Result<Outcome, ModelError> {
-    let mut messages = vec![
-        json!({ "role": "system", "content": prompts.system }),
+    let whole_files = host.editable_files().is_some();
+    let mut c = Conversation {
+        client,
+        api_key,
+        host,
+        prompts,
+        limits,
+        with_params,
+        cancel,
+        protocol,
+        messages: Vec::new(),
+        usage: Usage {
+            model: client.model.clone(),
+            ..Usage::default()
+        },
+        watchdog: Watchdog::new(fallbacks(protocol, whole_files)),
+        last_call: None,
+        last_error: None,
+        last_passing: None,
+    };
+    c.messages = vec![
+        json!({ "role": "system", "content": c.system() }),
         json!({ "role": "user", "content": prompts.task }),
     ];
-    let mut usage = Usage {
-        model: client.model.clone(),
-        ..Usage::default()
-    };
     let mut shortened = false;
-    let feedback = |m: &str| prompts.feedback.replace("{{message}}", m);
     for _turn in 0..limits.max_turns {
-        if usage.prompt_tokens + usage.completion_tokens >= limits.max_tokens {
-            return Ok(Outcome {
-                change: None,
-                rationale: String::new(),
-                usage,
-                ended: "token cap for one proposal reached".into(),
-            });
+        if c.usage.prompt_tokens + c.usage.completion_tokens >= limits.max_tokens {
+            return Ok(c.end("token cap for one proposal reached".into()));
         }
-        let mut body = json!({ "messages": messages, "temperature": limits.temperature });
-        if protocol == Protocol::Tools {
-            body["tools"] = tool_specs(with_params);
-            body["tool_choice"] = json!("auto");
-        }
-        let reply: Reply = match client.chat(&body, api_key).await {
+        let reply = match c.request().await {
             Ok(r) => r,
-            Err(ModelError::ContextLength(msg)) if !shortened && messages.len() > 4 => {
+            Err(ModelError::ContextLength(msg)) if !shortened && c.messages.len() > 4 => {
                 // Keep the system and task prompts and the latest exchange; drop the middle.
                 tracing::warn!("{msg}; dropping older turns");
-                let tail = messages.split_off(messages.len() - 2);
-                messages.truncate(2);
-                messages.push(json!({ "role": "user", "content": feedback("Earlier turns were dropped to fit the context window; the working tree keeps your edits.") }));
-                messages.extend(tail.into_iter().filter(|m| m["role"] != "tool"));
+                let tail = c.messages.split_off(c.messages.len() - 2);
+                c.messages.truncate(2);
+                let m = c.feedback("Earlier turns were dropped to fit the context window; the working tree keeps your edits.");
+                c.messages.push(m);
+                c.messages
+                    .extend(tail.into_iter().filter(|m| m["role"] != "tool"));
                 shortened = true;
                 continue;
             }
             Err(e) => return Err(e),
         };
-        usage.prompt_tokens += reply.prompt_tokens;
-        usage.completion_tokens += reply.completion_tokens;
-        usage.requests += reply.requests;
-        usage.latency_ms += reply.latency.as_millis() as u64;
-        let mut assistant = reply.message.clone();
-        assistant["role"] = json!("assistant");
-        messages.push(assistant);
-        if !reply.tool_calls.is_empty() {
-            for call in &reply.tool_calls {
-                match run_tool(host, call, with_params).await {
-                    Step::Done(change, rationale) => {
-                        return Ok(Outcome::submitted(change, rationale, usage));
-                    }
-                    Step::Continue(text) => messages
-                        .push(json!({ "role": "tool", "tool_call_id": call.id, "content": text })),
+        match c.turn(reply).await {
+            TurnResult::Submitted(change, why) => {
+                return Ok(c.outcome(Some(change), why, "submitted".into()));
+            }
+            TurnResult::Looked(look) => {
+                if let Some(out) = c.react(&look) {
+                    return Ok(out);
                 }
-            }
-            continue;
-        }
-        let text = reply.content.unwrap_or_default();
-        if text.trim().is_empty() {
-            messages.push(json!({ "role": "user", "content": feedback("Your reply was empty. Use the tools (or the text protocol) and submit when done.") }));
-            continue;
-        }
-        match run_text(host, &text, with_params).await {
-            Step::Done(change, rationale) => {
-                return Ok(Outcome::submitted(change, rationale, usage));
-            }
-            Step::Continue(note) => {
-                messages.push(json!({ "role": "user", "content": feedback(&note) }))
             }
         }
     }
-    Ok(Outcome {
-        change: None,
-        rationale: String::new(),
-        usage,
-        ended: format!("no submission within {} turns", limits.max_turns),
-    })
+    Ok(c.end(format!("no submission within {} turns", limits.max_turns)))
 }

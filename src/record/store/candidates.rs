@@ -11,7 +11,7 @@ impl Store {
             "SELECT c.id, c.run_id, c.seq, c.task, c.context_id, c.proposer, c.origin, c.note, c.kind, c.payload, c.diff,
                     c.parent_entry_id, c.created_at, e.verdict, e.reason, e.stage, e.gain, e.gain_low, e.gain_high, e.confidence,
                     e.incumbent_score, e.candidate_score, e.pairs, e.bench_seconds, e.process_seconds, e.overhead_ms, e.log,
-                    c.model, c.prompt_tokens, c.completion_tokens
+                    c.model, c.prompt_tokens, c.completion_tokens, c.agent_protocol
              FROM candidates c JOIN evaluations e ON e.candidate_id = c.id WHERE c.id = ?",
         )
         .bind(id)
@@ -97,8 +97,8 @@ impl Tx {
         let usage = ev.usage.as_ref();
         Ok(sqlx::query(
             "INSERT INTO candidates (run_id, seq, task, context_id, proposer, origin, note, kind, payload, params_key, diff, parent_entry_id, created_at,
-                model, prompt_tokens, completion_tokens, model_requests, model_latency_ms)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                model, prompt_tokens, completion_tokens, model_requests, model_latency_ms, agent_protocol)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(ev.run_id)
         .bind(ev.seq)
@@ -118,6 +118,7 @@ impl Tx {
         .bind(usage.map(|u| u.completion_tokens as i64))
         .bind(usage.map(|u| u.requests as i64))
         .bind(usage.map(|u| u.latency_ms as i64))
+        .bind(usage.map(|u| u.protocol.clone()).filter(|p| !p.is_empty()))
         .execute(&mut *self.0)
         .await?
         .last_insert_rowid())

@@ -102,6 +102,7 @@ pub struct CandidateRow {
     pub model: Option<String>,
     pub prompt_tokens: Option<i64>,
     pub completion_tokens: Option<i64>,
+    pub agent_protocol: Option<String>,
 }
 
 impl CandidateRow {
@@ -245,4 +246,13 @@ impl VerdictCounts {
     pub fn total(&self) -> i64 {
         self.accepted + self.rejected + self.failed + self.quarantined
     }
+}
+
+/// What the model cost a run.
+#[derive(Debug, Clone, Copy, Default, FromRow)]
+pub struct RunUsage {
+    /// Prompt and completion tokens.
+    pub tokens: i64,
+    pub requests: i64,
+    pub prompt_tokens: i64,
 }

@@ -1,6 +1,6 @@
 //! Runs and contexts in runs.db: creating, resuming and finishing runs, their counts and usage.
 
-use super::{RunRow, Store, VerdictCounts, now};
+use super::{RunRow, RunUsage, Store, VerdictCounts, now};
 use crate::measure::{Verdict, plot::Point};
 use crate::record::kinds::{RunProposer, RunStatus};
 use anyhow::Result;
@@ -150,10 +150,12 @@ impl Store {
         )
     }
 
-    /// Model tokens (prompt + completion) and requests spent by a run.
-    pub async fn run_usage(&self, run_id: i64) -> Result<(i64, i64)> {
+    /// What the model cost a run: all tokens, requests, and prompt tokens.
+    pub async fn run_usage(&self, run_id: i64) -> Result<RunUsage> {
         Ok(sqlx::query_as(
-            "SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0), COALESCE(SUM(model_requests), 0) FROM candidates WHERE run_id = ?",
+            "SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens, COALESCE(SUM(model_requests), 0) AS requests,
+                    COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens
+             FROM candidates WHERE run_id = ?",
         )
         .bind(run_id)
         .fetch_one(&self.pool)

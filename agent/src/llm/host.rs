@@ -1,0 +1,101 @@
+//! What a conversation needs from its host and hands back: the tool host (the driver, which
+//! owns the files and the sandbox), the rendered prompts, the protocols, the limits, and the
+//! outcome of one proposal.
+
+use crate::{ProposedChange, Usage};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// Set to abandon the conversation (Ctrl-C, SIGTERM): an in-flight request is dropped at once.
+pub type Cancel = Arc<AtomicBool>;
+
+/// The result of building and testing the scratch tree.
+#[derive(Debug, Clone)]
+pub struct BuildReport {
+    pub passed: bool,
+    /// A short report, errors trimmed to what matters.
+    pub text: String,
+}
+
+/// What the agent can do to its scratch tree. Implemented by the driver, which owns the sandbox.
+#[async_trait::async_trait]
+pub trait ToolHost: Send {
+    /// Editable and readable files of the scratch tree.
+    fn list_files(&self) -> Vec<String>;
+    fn read_file(&self, path: &str) -> Result<String, String>;
+    /// Refused (with a reason for the model) for a path that is not editable.
+    fn write_file(&mut self, path: &str, content: &str) -> Result<(), String>;
+    /// Whether the model may change `path`.
+    fn is_editable(&self, path: &str) -> bool;
+    async fn build_and_test(&mut self) -> BuildReport;
+    /// Editable files that differ from the incumbent.
+    fn changed_files(&self) -> BTreeMap<String, String>;
+    /// Every editable file with its current content (for a model that starts over in a new
+    /// protocol), or `None` when they are too large to show whole.
+    fn editable_files(&self) -> Option<BTreeMap<String, String>>;
+}
+
+/// The rendered prompts for one proposal.
+#[derive(Debug, Clone)]
+pub struct Prompts {
+    pub system_tools: String,
+    pub system_text: String,
+    pub system_whole_file: String,
+    pub task: String,
+    /// Template for feedback, with `{{message}}`.
+    pub feedback: String,
+    /// Template for the one corrective message, with `{{why}}`.
+    pub nudge: String,
+    /// Template for starting over in a simpler protocol, with `{{why}}` and `{{files}}`.
+    pub switch: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// OpenAI tool calling (calls written in the text are taken too).
+    Tools,
+    /// SEARCH/REPLACE blocks and BUILD / SUBMIT lines, for servers without tool calling.
+    Text,
+    /// The whole new content of a file in a fenced block: what the smallest models manage.
+    WholeFile,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tools => "tools",
+            Protocol::Text => "text",
+            Protocol::WholeFile => "whole-file",
+        }
+    }
+
+    /// The next, simpler protocol; whole files only when the host can show them.
+    pub(super) fn fallback(self, whole_files: bool) -> Option<Protocol> {
+        match self {
+            Protocol::Tools => Some(Protocol::Text),
+            Protocol::Text if whole_files => Some(Protocol::WholeFile),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_turns: usize,
+    /// Prompt plus completion tokens for one proposal.
+    pub max_tokens: u64,
+    pub temperature: f64,
+}
+
+/// How a proposal attempt ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The change submitted, if any.
+    pub change: Option<ProposedChange>,
+    pub rationale: String,
+    /// Usage, with the protocol the change came from.
+    pub usage: Usage,
+    /// How it ended, for the log and the candidate's note.
+    pub ended: String,
+}

@@ -1,0 +1,308 @@
+//! The agent against what real models do, served by the scripted loopback server: placeholder
+//! tool arguments, empty replies, tool calls written as JSON in the text, SEARCH/REPLACE blocks
+//! without SUBMIT, repeated blocks, a conversation that ends without submitting after a passing
+//! build, and SIGTERM while a request is in flight. Each ends in a few requests, not the turn cap.
+
+use crate::agent::{KEY, serve, text, tool, tool_messages};
+use crate::common::Env;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn agent(env: &Env, url: &str, task: &std::path::Path, extra: &[&str]) -> Value {
+    crate::agent::agent_run(env, url, task, extra)
+}
+
+/// The candidate the run recorded: verdict, reason, note, protocol.
+fn candidate(env: &Env) -> Value {
+    env.json(&["query", "SELECT e.verdict, e.reason, c.note, c.agent_protocol, c.prompt_tokens FROM candidates c JOIN evaluations e ON e.candidate_id = c.id ORDER BY c.id DESC LIMIT 1"])[0].clone()
+}
+
+const EDIT: &str = "params.h\n<<<<<<< SEARCH\n#define PAD_PERMILLE 200\n=======\n#define PAD_PERMILLE 0\n>>>>>>> REPLACE\n";
+
+#[test]
+fn placeholder_arguments_are_nudged_then_the_text_protocol_takes_over() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let placeholder = json!({ "path": "kernel.c", "old": "old", "new": "new" });
+    let (url, fake) = serve(vec![
+        tool("replace_text", placeholder.clone()),
+        tool("replace_text", placeholder),
+        // In the text protocol: a real block, and no SUBMIT (as many models answer).
+        text(EDIT),
+    ]);
+    let report = agent(&env, &url, &task, &[]);
+    assert_eq!(report["accepted"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 3, "three requests, not the turn cap");
+    assert!(
+        tool_messages(&seen[1])
+            .iter()
+            .any(|m| m.contains("placeholder arguments"))
+    );
+    assert!(
+        seen[2].body.get("tools").is_none(),
+        "switched to the text protocol"
+    );
+    let system = seen[2].body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("params.h\n<<<<<<< SEARCH") || system.contains("kernel.c\n<<<<<<< SEARCH"),
+        "examples name a real file: {system}"
+    );
+    assert!(!system.contains("path/of/file"));
+    assert!(
+        seen[2].body["messages"][2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("simpler format")
+    );
+    drop(seen);
+    let c = candidate(&env);
+    assert_eq!(c["agent_protocol"], "text", "{c}");
+    assert!(c["note"].as_str().unwrap().contains("no SUBMIT"), "{c}");
+}
+
+#[test]
+fn empty_replies_end_the_proposal_early_after_every_protocol() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let (url, fake) = serve((0..24).map(|_| text("")).collect());
+    let report = agent(&env, &url, &task, &[]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    // Two empty replies per protocol: tools, text, whole files; then it gives up.
+    assert_eq!(seen.len(), 6, "{} requests", seen.len());
+    drop(seen);
+    let c = candidate(&env);
+    assert_eq!(c["verdict"], "failed");
+    assert!(c["note"].as_str().unwrap().contains("went nowhere"), "{c}");
+    assert_eq!(c["agent_protocol"], "whole-file");
+}
+
+#[test]
+fn tool_calls_written_as_json_in_the_text_are_taken() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let (url, fake) = serve(vec![
+        text(
+            "I will remove the padding.\n<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"params.h\", \"content\": \"#define PAD_PERMILLE 0\\n\"}}\n</tool_call>",
+        ),
+        text(
+            "```json\n{\"name\": \"submit\", \"arguments\": {\"rationale\": \"no wasted steps\"}}\n```",
+        ),
+    ]);
+    let report = agent(&env, &url, &task, &[]);
+    assert_eq!(report["accepted"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert!(
+        tool_messages(&seen[1])
+            .iter()
+            .any(|m| m.contains("write_file: wrote params.h"))
+    );
+}
+
+#[test]
+fn repeated_and_identical_blocks_are_feedback_and_paths_are_matched_by_name() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let same = "params.h\n<<<<<<< SEARCH\n#define PAD_PERMILLE 200\n=======\n#define PAD_PERMILLE 200\n>>>>>>> REPLACE\nBUILD\n";
+    let (url, fake) = serve(vec![
+        text(same),
+        // A path copied from an example, and then the same block again after it applied.
+        text(&format!("path/of/{EDIT}BUILD\n")),
+        text(&format!("{EDIT}SUBMIT: no wasted steps\n")),
+    ]);
+    let report = agent(&env, &url, &task, &["--agent-protocol", "text"]);
+    assert_eq!(report["accepted"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert!(
+        tool_messages(&seen[1])
+            .iter()
+            .any(|m| m.contains("identical"))
+    );
+    let third = tool_messages(&seen[2]);
+    assert!(
+        third.iter().any(|m| m.contains("correctness test passes")),
+        "{third:?}"
+    );
+}
+
+#[test]
+fn a_passing_version_is_submitted_when_the_conversation_ends_without_a_submission() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let mut script = vec![
+        tool(
+            "write_file",
+            json!({ "path": "params.h", "content": "#define PAD_PERMILLE 0\n" }),
+        ),
+        tool("build_and_test", json!({})),
+    ];
+    script.extend((0..24).map(|_| text("")));
+    let (url, _fake) = serve(script);
+    let report = agent(&env, &url, &task, &[]);
+    assert_eq!(report["accepted"], 1, "{report}");
+    let c = candidate(&env);
+    assert!(
+        c["note"].as_str().unwrap().contains("last passing version"),
+        "{c}"
+    );
+    let history = env.json(&["history"]);
+    assert!(
+        history[0]["prompt_tokens_per_accepted"].as_i64().unwrap() > 0,
+        "{history}"
+    );
+}
+
+#[test]
+fn sigterm_abandons_a_request_in_flight_and_the_run_resumes() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let mut slow = text(EDIT);
+    slow.delay = Duration::from_secs(60);
+    let (url, fake) = serve(vec![slow]);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("polymorph"))
+        .current_dir(env.path())
+        .env("OPENAI_BASE_URL", &url)
+        .env("OPENAI_API_KEY", KEY)
+        .args([
+            "--db",
+            env.db().to_str().unwrap(),
+            "--ledger",
+            env.ledger().to_str().unwrap(),
+        ])
+        .args([
+            "run",
+            task.to_str().unwrap(),
+            "--proposer",
+            "agent",
+            "--budget",
+            "1",
+            "--request-timeout",
+            "300",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while fake.seen.lock().unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "no request came");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let sent = Instant::now();
+    // SAFETY: kill(2) on the child we spawned.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(130));
+    let counts = env.json(&[
+        "query",
+        "SELECT (SELECT COUNT(*) FROM candidates) AS c, (SELECT status FROM runs) AS s",
+    ]);
+    assert_eq!(counts[0]["c"], 0, "nothing half-done was recorded");
+    assert_eq!(counts[0]["s"], "interrupted");
+}
+
+/// A raw HTTP server that answers each request with `replies[k]`: (head and first part, pause,
+/// rest). Server-sent events written by hand, as llama.cpp and vLLM stream them.
+fn raw_server(
+    replies: Vec<(String, Duration, String)>,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = std::sync::Arc::clone(&count);
+    std::thread::spawn(move || {
+        for (first, pause, rest) in replies {
+            let Ok((stream, _)) = listener.accept() else {
+                return;
+            };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = reader.read_exact(&mut body);
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut w = stream;
+            let _ = w.write_all(first.as_bytes());
+            let _ = w.flush();
+            std::thread::sleep(pause);
+            let _ = w.write_all(rest.as_bytes());
+        }
+    });
+    (format!("http://127.0.0.1:{port}/v1"), count)
+}
+
+fn sse(events: &[Value]) -> String {
+    let mut out = String::new();
+    for e in events {
+        out.push_str(&format!("data: {e}\n\n"));
+    }
+    out
+}
+
+#[test]
+fn a_stalled_stream_is_retried_and_a_streamed_reply_is_assembled() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let call = |args: &str, last: bool| {
+        let events = vec![
+            json!({ "choices": [{ "delta": { "tool_calls": [{ "index": 0, "id": "c1", "function": { "name": if last { "submit" } else { "write_file" }, "arguments": "" } }] } }] }),
+            json!({ "choices": [{ "delta": { "tool_calls": [{ "index": 0, "function": { "arguments": args } }] } }] }),
+            json!({ "choices": [], "usage": { "prompt_tokens": 50, "completion_tokens": 9 } }),
+        ];
+        let mut text = sse(&events);
+        text.push_str("data: [DONE]\n\n");
+        text
+    };
+    let write = call(
+        "{\"path\": \"params.h\", \"content\": \"#define PAD_PERMILLE 0\\n\"}",
+        false,
+    );
+    let (first_half, second_half) = write.split_at(write.len() / 2);
+    let (url, count) = raw_server(vec![
+        // Starts, then goes silent past the idle limit: abandoned and sent again.
+        (
+            format!("{head}{first_half}"),
+            Duration::from_secs(5),
+            second_half.to_string(),
+        ),
+        (format!("{head}{write}"), Duration::ZERO, String::new()),
+        (
+            format!(
+                "{head}{}",
+                call("{\"rationale\": \"no wasted steps\"}", true)
+            ),
+            Duration::ZERO,
+            String::new(),
+        ),
+    ]);
+    let started = Instant::now();
+    let report = agent(&env, &url, &task, &["--idle-timeout", "1"]);
+    assert_eq!(report["accepted"], 1, "{report}");
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3);
+    let c = candidate(&env);
+    assert_eq!(
+        c["prompt_tokens"], 100,
+        "usage from the streams' last events: {c}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(120));
+}
