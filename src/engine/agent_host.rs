@@ -23,6 +23,10 @@ pub const ENV_MODEL: &str = "POLYMORPH_MODEL";
 const DEFAULT_MODEL: &str = "gpt-4o-mini";
 /// Base URL when only a key is configured.
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// With a known context window (a local server), each reply may use a quarter of it: room for
+/// a whole file, which a server's own default (often 512 tokens) cuts short.
+const REPLY_SHARE: u64 = 4;
+const MIN_REPLY_TOKENS: u64 = 1024;
 /// A streaming server that sends nothing for this long has hung: even a CPU server produces a
 /// token every fraction of a second once it has started.
 const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -100,6 +104,7 @@ async fn converse(
     ctx: Arc<ProposalContext>,
     prompts: Arc<Prompts>,
     max_tokens: u64,
+    window: Option<u64>,
 ) -> Result<Proposal, AgentError> {
     let mut tree = shared.source.clone();
     for (p, c) in &ctx.incumbent_files {
@@ -118,6 +123,7 @@ async fn converse(
         max_turns: st.max_turns,
         max_tokens,
         temperature: st.temperature,
+        reply_tokens: window.map(|w| (w / REPLY_SHARE).max(MIN_REPLY_TOKENS)),
     };
     let with_params = shared.task.params.is_some();
     let outcome = llm::propose(
@@ -244,6 +250,7 @@ impl Proposer for AgentProposer {
                     Arc::clone(&ctx),
                     Arc::clone(&prompts),
                     max_tokens,
+                    self.window.flatten(),
                 ))
             })
             .collect();

@@ -86,6 +86,9 @@ pub struct Limits {
     /// Prompt plus completion tokens for one proposal.
     pub max_tokens: u64,
     pub temperature: f64,
+    /// `max_tokens` of each reply, sent when set: local servers default to a few hundred, too
+    /// few for a whole file.
+    pub reply_tokens: Option<u64>,
 }
 
 /// How a proposal attempt ended.

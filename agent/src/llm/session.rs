@@ -123,6 +123,9 @@ impl Conversation<'_> {
     async fn request(&mut self) -> Result<Reply, ModelError> {
         self.elide_stale_results();
         let mut body = json!({ "messages": self.messages, "temperature": self.limits.temperature });
+        if let Some(n) = self.limits.reply_tokens {
+            body["max_tokens"] = json!(n);
+        }
         if self.protocol == Protocol::Tools {
             body["tools"] = tool_specs(self.with_params);
             body["tool_choice"] = json!("auto");
@@ -218,6 +221,10 @@ impl Conversation<'_> {
                     search,
                     replace,
                 } => replace_once(self.host, path, search, replace),
+                TextEdit::WholeFile { content, .. } if watchdog::placeholder_file(content) => Err(
+                    "that is the example's text, not a file: write the file's whole new content"
+                        .into(),
+                ),
                 TextEdit::WholeFile { path, content } => {
                     let path = resolve_path(self.host, path);
                     self.host
@@ -242,28 +249,13 @@ impl Conversation<'_> {
             }
         }
         let silent = parsed.submit.is_none() && !parsed.build;
-        if notes.is_empty() && (parsed.build || parsed.submit.is_some() || changed) {
-            let files = self.host.changed_files();
-            if parsed.submit.is_some() && !files.is_empty() {
-                return TurnResult::Submitted(
-                    ProposedChange::Files(files),
-                    parsed.submit.unwrap_or_default(),
-                );
-            }
-            let report = self.host.build_and_test().await;
-            if report.passed {
-                self.last_passing = Some(files.clone());
-                if silent && !files.is_empty() {
-                    return TurnResult::Submitted(
-                        ProposedChange::Files(files),
-                        "submitted by polymorph: the edits built and passed (the reply gave no SUBMIT)".into(),
-                    );
-                }
-            }
-            notes.push(report.text);
-            if files.is_empty() {
-                notes.push("nothing is changed yet: edit a file before SUBMIT".into());
-            }
+        if notes.is_empty()
+            && (parsed.build || parsed.submit.is_some() || changed)
+            && let Some(done) = self
+                .build_or_submit(parsed.submit.clone(), silent, &mut notes)
+                .await
+        {
+            return done;
         }
         let look =
             if parsed.edits.is_empty() && silent && parsed.params.is_none() && notes.is_empty() {
@@ -271,7 +263,7 @@ impl Conversation<'_> {
                     "no edit, BUILD or SUBMIT found; answer in the format described at the start"
                         .into(),
                 );
-                Turn::Empty
+                Turn::NoAction
             } else if !changed && self.last_error.as_deref() == Some(notes.join("\n").as_str()) {
                 Turn::SameError(notes.join("; "))
             } else {
@@ -284,8 +276,46 @@ impl Conversation<'_> {
         TurnResult::Looked(look)
     }
 
+    /// SUBMIT submits the changed files; BUILD, or edits without a command, builds and tests
+    /// them (edits that pass without a command are submitted). Nothing changed is said without
+    /// running anything: the incumbent is known to build and pass.
+    async fn build_or_submit(
+        &mut self,
+        submit: Option<String>,
+        silent: bool,
+        notes: &mut Vec<String>,
+    ) -> Option<TurnResult> {
+        let files = self.host.changed_files();
+        if files.is_empty() {
+            notes.push("nothing is changed yet: edit a file before BUILD or SUBMIT".into());
+            return None;
+        }
+        if let Some(why) = submit {
+            return Some(TurnResult::Submitted(ProposedChange::Files(files), why));
+        }
+        let report = self.host.build_and_test().await;
+        if report.passed {
+            self.last_passing = Some(files.clone());
+            if silent {
+                return Some(TurnResult::Submitted(
+                    ProposedChange::Files(files),
+                    "submitted by polymorph: the edits built and passed (the reply gave no SUBMIT)"
+                        .into(),
+                ));
+            }
+        }
+        notes.push(report.text);
+        None
+    }
+
     /// One reply: tool calls (declared or written in the text), text-protocol blocks, or nothing.
     async fn turn(&mut self, reply: Reply) -> TurnResult {
+        tracing::debug!(
+            protocol = self.protocol.as_str(),
+            calls = reply.tool_calls.len(),
+            content = %reply.content.as_deref().unwrap_or("").chars().take(400).collect::<String>(),
+            "model reply"
+        );
         let mut assistant = reply.message.clone();
         assistant["role"] = json!("assistant");
         self.messages.push(assistant);

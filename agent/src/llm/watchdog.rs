@@ -11,6 +11,8 @@ pub enum Turn {
     Progress,
     /// No content and no tool call.
     Empty,
+    /// Text with no edit, call or command in it.
+    NoAction,
     /// The same call (name and arguments) as the turn before.
     Repeated(String),
     /// Arguments that are the schema's own words, not text from the file.
@@ -53,6 +55,7 @@ impl Watchdog {
         match turn {
             Turn::Progress => String::new(),
             Turn::Empty => "the model's replies were empty".into(),
+            Turn::NoAction => "the model's replies held no edit, tool call or command".into(),
             Turn::Repeated(call) => format!("the model repeated the same call ({call})"),
             Turn::Placeholder(call) => {
                 format!(
@@ -110,6 +113,17 @@ pub fn placeholder(name: &str, args: &serde_json::Value) -> bool {
     placeholder_value || same_halves
 }
 
+/// Whether a whole file the model wrote is the prompt's own example text rather than code.
+pub fn placeholder_file(content: &str) -> bool {
+    const EXAMPLES: [&str; 3] = [
+        "the whole new file",
+        "the lines to put in their place",
+        "...",
+    ];
+    let t = content.trim();
+    t.is_empty() || EXAMPLES.iter().any(|e| t.eq_ignore_ascii_case(e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +164,7 @@ mod tests {
             &json!({ "path": "kernel.c", "old": "int i = 0;", "new": "int i = 1;" })
         ));
         assert!(!placeholder("read_file", &json!({ "path": "kernel.c" })));
+        assert!(placeholder_file("the whole new file\n"));
+        assert!(!placeholder_file("int main(void) { return 0; }\n"));
     }
 }
