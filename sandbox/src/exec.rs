@@ -140,6 +140,9 @@ pub struct CommandSpec<'a> {
     /// writable place under bwrap besides a private /tmp.
     pub cwd: &'a Path,
     pub tree: TreeAccess,
+    /// Device nodes the command sees besides bwrap's minimal /dev (a GPU's, for a task that
+    /// needs one); nothing else of the host's /dev.
+    pub devices: Vec<PathBuf>,
     /// The complete environment of the command.
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
@@ -312,6 +315,10 @@ impl Runner {
         if let Isolation::Bwrap { path, userns } = &self.isolation {
             argv.push(path.display().to_string());
             argv.extend(BWRAP_BASE.iter().map(|a| a.to_string()));
+            for d in &spec.devices {
+                let d = d.display().to_string();
+                argv.extend(["--dev-bind".into(), d.clone(), d]);
+            }
             argv.extend(BWRAP_NO_CAPS.iter().map(|a| a.to_string()));
             if *userns {
                 argv.extend(BWRAP_USERNS.iter().map(|a| a.to_string()));

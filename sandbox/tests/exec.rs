@@ -19,6 +19,7 @@ fn spec<'a>(script: &'a str, dir: &'a Path, timeout_ms: u64) -> CommandSpec<'a> 
         script,
         cwd: dir,
         tree: TreeAccess::Writable,
+        devices: Vec::new(),
         env: vec![("PATH".into(), path_var())],
         timeout: Duration::from_millis(timeout_ms),
         output_cap: 4096,
@@ -281,4 +282,29 @@ fn a_read_only_tree_cannot_be_written_but_tmp_can() {
         "built"
     );
     assert!(!dir.path().join("new").exists());
+}
+
+/// A task that needs a GPU sees its device nodes and no other of the host's /dev.
+#[test]
+fn named_devices_are_bound_into_the_private_dev() {
+    let Some(runner) = bwrap_runner("device nodes in the sandbox") else {
+        return;
+    };
+    // A character device every Linux host has and bwrap's minimal /dev lacks.
+    let node = std::path::PathBuf::from("/dev/kmsg");
+    if !node.exists() {
+        skipped("device nodes in the sandbox: this host has no /dev/kmsg to bind");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = "test -c /dev/kmsg && echo bound; test -e /dev/loop-control && echo leaked; true";
+    let plain = runner
+        .run(&spec(script, dir.path(), 10_000), &no_cancel())
+        .unwrap();
+    assert!(!plain.stdout.contains("bound"), "{plain:?}");
+    let mut s = spec(script, dir.path(), 10_000);
+    s.devices = vec![node];
+    let out = runner.run(&s, &no_cancel()).unwrap();
+    assert!(out.stdout.contains("bound"), "{out:?}");
+    assert!(!out.stdout.contains("leaked"), "{out:?}");
 }

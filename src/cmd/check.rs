@@ -20,6 +20,7 @@ pub async fn check(cli: &Cli, a: CheckArgs, cancel: CancelFlag) -> Result<()> {
         entry_trees(&cli.db, &cli.ledger, &a.entries).await?
     };
     let r = resolve(&a.task_dir, a.workload.as_deref())?;
+    r.check_requirements()?;
     let rounds = a.rounds.max(1);
     let runner = runner();
     let (names, samples) = measure(&r, &runner, rounds, extra, cancel)?;

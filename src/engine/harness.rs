@@ -5,7 +5,8 @@
 
 use crate::measure::{Sample, parse_sample, same_cases};
 use crate::record::Stage;
-use crate::task::{Task, Workload};
+use crate::task::requires::gpu_devices;
+use crate::task::{Requirement, Task, Workload};
 use anyhow::{Context as _, Result, bail};
 use sandbox::{
     CommandSpec, ExitKind, FileTree, Limits, Manifest, Outcome, RelPath, Runner, Snapshot,
@@ -63,6 +64,8 @@ pub struct Harness<'a> {
     workload: Option<(String, Option<Vec<u8>>)>,
     bench_lock: PathBuf,
     pub(super) limits: Limits,
+    /// Device nodes the task's commands see (a GPU's, when the task requires one).
+    devices: Vec<PathBuf>,
     /// Wall time spent in task processes (and waiting for the bench lock) since `take_times`.
     process_time: Duration,
     bench_time: Duration,
@@ -149,6 +152,11 @@ impl<'a> Harness<'a> {
             workload,
             bench_lock: std::env::temp_dir().join("polymorph-bench.lock"),
             limits: Limits::default(),
+            devices: if task.requires.contains(&Requirement::NvidiaGpu) {
+                gpu_devices(Path::new("/dev"))
+            } else {
+                Vec::new()
+            },
             process_time: Duration::ZERO,
             bench_time: Duration::ZERO,
         })
@@ -188,6 +196,7 @@ impl<'a> Harness<'a> {
             script,
             cwd: dir,
             tree,
+            devices: self.devices.clone(),
             env,
             timeout: self.task.commands.timeout,
             output_cap: OUTPUT_CAP,

@@ -104,6 +104,7 @@ pub async fn run(
     cancel: CancelFlag,
 ) -> Result<RunReport> {
     let r = resolve(task_dir, opts.workload.as_deref())?;
+    r.check_requirements()?;
     let task = &r.task;
     let chosen = resolve_proposer(&opts.proposer, task, opts.agent.as_ref())?;
     let ledger = Ledger::open_or_init(ledger_path)?;

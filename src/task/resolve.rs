@@ -2,8 +2,9 @@
 //! context on this machine, and name the ledger branch its results go to.
 
 use super::context::{self, Fingerprint, Workload};
+use super::requires::missing;
 use super::spec::Task;
-use anyhow::Result;
+use anyhow::{Result, bail};
 use sandbox::FileTree;
 use std::path::Path;
 
@@ -17,6 +18,22 @@ pub struct Resolved {
     pub fingerprint: Fingerprint,
     pub context_id: String,
     pub branch: String,
+}
+
+impl Resolved {
+    /// Fails, naming each one, when this machine lacks what the task requires.
+    pub fn check_requirements(&self) -> Result<()> {
+        let path_var = std::env::var("PATH").unwrap_or_default();
+        let lacking = missing(&self.task.requires, &path_var, Path::new("/dev"));
+        if !lacking.is_empty() {
+            bail!(
+                "task {} needs what this machine lacks: {}; run it on a machine that has them",
+                self.task.name,
+                lacking.join(", ")
+            );
+        }
+        Ok(())
+    }
 }
 
 /// The ledger branch of a task in a context: `<task>/<context-id>`.

@@ -2,6 +2,7 @@
 //! and what would fix it; nothing runs until a task loads cleanly.
 
 use super::params::{ParamsSpec, parse_params};
+use super::requires::Requirement;
 use crate::measure::{Direction, JudgeSettings, Metric};
 use agent::Params;
 use anyhow::{Context as _, Result, bail};
@@ -55,6 +56,8 @@ pub struct Task {
     pub workload: Option<RelPath>,
     pub model: String,
     pub toolchain: Vec<String>,
+    /// What the task needs of the machine (checked before anything runs).
+    pub requires: Vec<Requirement>,
 }
 
 #[derive(Deserialize)]
@@ -73,6 +76,8 @@ struct RawTask {
     context: RawContext,
     #[serde(default)]
     judge: RawJudge,
+    #[serde(default)]
+    requires: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -199,6 +204,14 @@ impl Task {
             raw.context.workload.filter(|w| !w.is_empty()),
             false,
         )?;
+        let requires = raw
+            .requires
+            .iter()
+            .map(|r| {
+                r.parse::<Requirement>()
+                    .map_err(|e| anyhow::anyhow!("{f}: requires: {e}"))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let params = match raw.params {
             Some(table) => Some(parse_params(file, &editable, table)?),
             None => None,
@@ -220,6 +233,7 @@ impl Task {
                 .context
                 .toolchain
                 .unwrap_or_else(|| vec![DEFAULT_TOOLCHAIN.to_string()]),
+            requires,
             dir,
         })
     }

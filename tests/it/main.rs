@@ -8,6 +8,7 @@ mod agent;
 mod agent_models;
 mod common;
 mod faults;
+mod gpu;
 mod layers;
 mod polymorphic;
 mod resume;

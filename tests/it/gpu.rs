@@ -1,0 +1,111 @@
+//! GPU tasks: refused up front, naming what is missing, where the machine has no NVIDIA GPU or
+//! no nvcc; checked for real where it has both (the H200 the project borrows, see README).
+
+use crate::common::{Env, skipped};
+use predicates::str::contains;
+
+fn has_gpu_and_nvcc() -> bool {
+    let path = std::env::var("PATH").unwrap_or_default();
+    std::path::Path::new("/dev/nvidiactl").exists()
+        && path
+            .split(':')
+            .any(|d| std::path::Path::new(d).join("nvcc").is_file())
+}
+
+#[test]
+fn a_gpu_task_is_refused_up_front_where_the_machine_lacks_what_it_needs() {
+    let env = Env::new();
+    let task = env.task("add-rmsnorm-cuda");
+    let t = task.to_str().unwrap();
+    // An empty PATH for the check: no nvcc whatever the machine has.
+    for args in [vec!["check", t], vec!["run", t, "--budget", "1"]] {
+        env.cmd()
+            .env("PATH", "/usr/bin:/bin")
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(contains(
+                "task add-rmsnorm-cuda needs what this machine lacks",
+            ))
+            .stderr(contains("nvcc (not on PATH)"));
+    }
+    if !std::path::Path::new("/dev/nvidiactl").exists() {
+        env.cmd()
+            .args(["check", t])
+            .assert()
+            .code(2)
+            .stderr(contains("an NVIDIA GPU (no /dev/nvidiactl)"));
+    }
+    // Nothing ran: no ledger was written.
+    assert!(!env.ledger().join("refs").exists());
+}
+
+#[test]
+fn an_unknown_requirement_is_a_clear_error() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let toml = task.join("task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("requires = [\"tpu\"]\n{text}")).unwrap();
+    env.cmd()
+        .args(["context", task.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "requires: \"tpu\": expected one of nvidia-gpu, nvcc",
+        ));
+}
+
+#[test]
+fn the_cuda_task_builds_tests_and_benchmarks_on_a_gpu() {
+    if !has_gpu_and_nvcc() {
+        skipped("the CUDA task on a GPU: needs an NVIDIA GPU and nvcc");
+        return;
+    }
+    let env = Env::new();
+    let task = env.task("add-rmsnorm-cuda");
+    let out = env.json(&["check", task.to_str().unwrap(), "--rounds", "2", "--json"]);
+    assert_eq!(out["trees"].as_array().unwrap().len(), 2, "{out}");
+}
+
+/// Where nvcc exists (CI installs it from PyPI; no GPU needed to compile), the CUDA task builds:
+/// its starting kernel at two corners of its parameter space, and the hand-tuned baseline.
+#[test]
+fn the_cuda_task_compiles_with_nvcc() {
+    let path = std::env::var("PATH").unwrap_or_default();
+    if !path
+        .split(':')
+        .any(|d| std::path::Path::new(d).join("nvcc").is_file())
+    {
+        skipped("compiling the CUDA task: nvcc is not installed (.ci/run installs it from PyPI)");
+        return;
+    }
+    let env = Env::new();
+    let task = env.task("add-rmsnorm-cuda");
+    let make = |dir: &std::path::Path| {
+        let out = std::process::Command::new("make")
+            .args(["-s", "-B"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(dir.join("check").is_file() && dir.join("bench").is_file());
+    };
+    for params in [
+        "#define THREADS 128\n#define VEC 1\n#define WARP_PER_ROW 0\n#define CACHE_ROW 0\n",
+        "#define THREADS 1024\n#define VEC 8\n#define WARP_PER_ROW 1\n#define CACHE_ROW 1\n",
+    ] {
+        std::fs::write(task.join("params.h"), params).unwrap();
+        make(&task);
+    }
+    std::fs::copy(
+        task.join("baselines/hand_tuned/kernel.cu"),
+        task.join("kernel.cu"),
+    )
+    .unwrap();
+    make(&task);
+}
