@@ -49,6 +49,7 @@ fn main() {
         min_gain: 0.02,
         case_tolerance: 0.5,
         plausible_factor: 10.0,
+        limit: None,
     };
     let settings = JudgeSettings {
         min_pairs: 6,

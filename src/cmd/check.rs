@@ -94,6 +94,8 @@ struct Table<'a> {
     /// [tree][case]
     medians: Vec<Vec<f64>>,
     scores: Vec<f64>,
+    /// [tree]: the median of the hardware limit each tree's bench processes measured.
+    limits: Vec<Option<f64>>,
 }
 
 impl<'a> Table<'a> {
@@ -109,11 +111,19 @@ impl<'a> Table<'a> {
             })
             .collect();
         let scores = samples.iter().map(|s| median_score(s)).collect();
+        let limits = samples
+            .iter()
+            .map(|s| {
+                let l: Vec<f64> = s.iter().filter_map(|x| x.limit).collect();
+                (!l.is_empty()).then(|| median(&l))
+            })
+            .collect();
         Table {
             names,
             cases,
             medians,
             scores,
+            limits,
         }
     }
 
@@ -129,7 +139,16 @@ impl<'a> Table<'a> {
                     .zip(&self.medians[i])
                     .map(|(c, m)| (c.clone(), json!(m)))
                     .collect();
-                json!({ "name": n, "score": self.scores[i], "cases": c })
+                let fractions: serde_json::Map<String, Value> = match self.limits[i] {
+                    Some(l) => self
+                        .cases
+                        .iter()
+                        .zip(&self.medians[i])
+                        .map(|(c, m)| (c.clone(), json!(m / l)))
+                        .collect(),
+                    None => serde_json::Map::new(),
+                };
+                json!({ "name": n, "score": self.scores[i], "cases": c, "limit": self.limits[i], "fraction_of_limit": fractions })
             })
             .collect();
         json!({
@@ -165,9 +184,31 @@ impl<'a> Table<'a> {
             print!("{s:>14.4}");
         }
         println!();
+        if let Some(limit) = &metric.limit {
+            self.print_fractions(limit);
+        }
         for (name, score) in self.names.iter().zip(&self.scores).skip(1) {
             let g = log_gain(metric.direction, self.scores[0], *score).exp();
             println!("{name} is {g:.2}x the start");
+        }
+    }
+
+    /// Each case as a share of the hardware's limit its own processes measured.
+    fn print_fractions(&self, limit: &str) {
+        print!("{:<24}", format!("{limit} (measured)"));
+        for l in &self.limits {
+            print!("{:>14}", l.map_or("-".to_string(), |l| format!("{l:.1}")));
+        }
+        println!();
+        for (k, c) in self.cases.iter().enumerate() {
+            print!("{:<24}", format!("{c} / {limit}"));
+            for (m, l) in self.medians.iter().zip(&self.limits) {
+                print!(
+                    "{:>14}",
+                    l.map_or("-".to_string(), |l| format!("{:.1}%", m[k] / l * 100.0))
+                );
+            }
+            println!();
         }
     }
 }

@@ -323,7 +323,12 @@ impl<'a> Harness<'a> {
         if !out.success() {
             return Err(self.command_failure(Stage::Bench, "bench failed", &out));
         }
-        parse_sample(&out.stdout, &self.task.metric.name).map_err(|why| Failure {
+        parse_sample(
+            &out.stdout,
+            &self.task.metric.name,
+            self.task.metric.limit.as_deref(),
+        )
+        .map_err(|why| Failure {
             stage: Stage::Bench,
             reason: format!("bench output invalid: {why}"),
             log: Some(tail(&out.stdout, LOG_CAP)),

@@ -92,6 +92,24 @@ impl Judge<'_> {
                 ),
             };
         }
+        if let Some(why) = self.above_limit(pairs) {
+            let summary = Summary {
+                gain: signed_rank_interval(&gains, self.settings.confidence).unwrap_or(Interval {
+                    estimate: 0.0,
+                    low: 0.0,
+                    high: 0.0,
+                    confidence: 0.0,
+                }),
+                incumbent_score: median(&inc_scores),
+                candidate_score: median(&cand_scores),
+                pairs: n,
+            };
+            return Decision::Done {
+                verdict: Verdict::Quarantined,
+                reason: why,
+                summary,
+            };
+        }
         if n < self.settings.min_pairs.min(self.settings.max_pairs) {
             return Decision::Continue;
         }
@@ -163,6 +181,20 @@ impl Judge<'_> {
         None
     }
 
+    /// Why a candidate needs a human: a case measured above the hardware's limit that its own
+    /// process measured (faster than the speed of light is a lie or a broken bench).
+    fn above_limit(&self, pairs: &[(Sample, Sample)]) -> Option<String> {
+        let name = self.metric.limit.as_deref()?;
+        pairs.iter().find_map(|(_, c)| {
+            let limit = c.limit?;
+            let (case, v) = c.cases.iter().find(|(_, v)| **v > limit)?;
+            Some(format!(
+                "measured above the hardware's limit: case {case} at {v:.4} {}, over the {limit:.4} {name} its bench measured; needs a human",
+                self.metric.name
+            ))
+        })
+    }
+
     /// Why the gain needs a human: far beyond the incumbent and the hand-tuned baseline.
     fn implausible(&self, summary: &Summary) -> Option<String> {
         let factor = self.metric.plausible_factor.ln();
@@ -232,6 +264,7 @@ mod tests {
             min_gain: 0.02,
             case_tolerance: 0.05,
             plausible_factor: 10.0,
+            limit: None,
         }
     }
 
@@ -246,6 +279,7 @@ mod tests {
     fn sample(a: f64, b: f64) -> Sample {
         Sample {
             cases: BTreeMap::from([("a".to_string(), a), ("b".to_string(), b)]),
+            limit: None,
         }
     }
 
@@ -355,5 +389,32 @@ mod tests {
         let p = pairs(20, 1.03, 1.03);
         let (v, _) = decide(&p, None);
         assert!(v.is_some(), "a decision at max_pairs");
+    }
+
+    #[test]
+    fn a_case_above_the_measured_limit_is_quarantined_at_once() {
+        let mut m = metric();
+        m.limit = Some("copy".into());
+        let s = settings();
+        let judge = Judge {
+            metric: &m,
+            settings: &s,
+            reference: None,
+        };
+        let mut fast = sample(130.0, 101.0);
+        fast.limit = Some(120.0);
+        let mut inc = sample(100.0, 100.0);
+        inc.limit = Some(120.0);
+        match judge.decide(&[(inc, fast)]) {
+            Decision::Done {
+                verdict: Verdict::Quarantined,
+                reason,
+                ..
+            } => assert!(
+                reason.contains("case a at 130.0000 x, over the 120.0000 copy"),
+                "{reason}"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -24,6 +24,10 @@ pub struct Metric {
     pub case_tolerance: f64,
     /// A gain over this factor (against the incumbent and the hand-tuned baseline) needs a human.
     pub plausible_factor: f64,
+    /// The metric line the bench prints with the hardware's limit in the same unit (e.g.
+    /// `copy_gbps`): a candidate measured above it needs a human, and `check` shows each figure
+    /// as a fraction of it.
+    pub limit: Option<String>,
 }
 
 /// How many pairs the judge may look at, and at which confidence it decides.

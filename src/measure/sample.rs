@@ -1,7 +1,8 @@
 //! The bench output protocol: every stdout line that is a JSON object with `"metric"` and
 //! `"value"` is a measurement, `"case"` names the shape (default `default`). One bench process is
 //! one sample; its score is the geometric mean over cases. A sample with a duplicate, missing,
-//! non-finite, subnormal or non-positive measurement is invalid, never a number.
+//! non-finite, subnormal or non-positive measurement is invalid, never a number. A task may
+//! declare a limit line (the hardware's speed of light, measured in the same process).
 
 use super::stats::{geomean, median};
 use super::text_enum::text_enum;
@@ -15,6 +16,9 @@ pub const DEFAULT_CASE: &str = "default";
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     pub cases: BTreeMap<String, f64>,
+    /// The hardware's limit the same process measured (`[metric] limit`, e.g. the device's copy
+    /// bandwidth), when the task declares one.
+    pub limit: Option<f64>,
 }
 
 impl Sample {
@@ -24,8 +28,8 @@ impl Sample {
     }
 }
 
-/// Reads the measurements of `metric` from a bench's stdout.
-pub fn parse_sample(stdout: &str, metric: &str) -> Result<Sample, String> {
+/// Every measurement of `metric` in a bench's stdout, by case; an invalid one is an error.
+fn measurements(stdout: &str, metric: &str) -> Result<BTreeMap<String, f64>, String> {
     let mut cases = BTreeMap::new();
     for line in stdout.lines() {
         let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line.trim()) else {
@@ -62,7 +66,28 @@ pub fn parse_sample(stdout: &str, metric: &str) -> Result<Sample, String> {
     if cases.is_empty() {
         return Err(format!("no {metric:?} metric line in the bench output"));
     }
-    Ok(Sample { cases })
+    Ok(cases)
+}
+
+/// Reads the measurements of `metric` from a bench's stdout, and the one `limit` line when the
+/// task declares a limit.
+pub fn parse_sample(stdout: &str, metric: &str, limit: Option<&str>) -> Result<Sample, String> {
+    let cases = measurements(stdout, metric)?;
+    let limit = match limit {
+        None => None,
+        Some(name) => {
+            let lines = measurements(stdout, name)?;
+            match lines.get(DEFAULT_CASE) {
+                Some(v) if lines.len() == 1 => Some(*v),
+                _ => {
+                    return Err(format!(
+                        "the {name:?} limit must be one line without a case"
+                    ));
+                }
+            }
+        }
+    };
+    Ok(Sample { cases, limit })
 }
 
 text_enum! {
@@ -96,7 +121,7 @@ mod tests {
     #[test]
     fn reads_cases_and_ignores_other_lines() {
         let out = "warming up\n{\"metric\": \"gflops\", \"case\": \"a\", \"value\": 2}\n{\"metric\": \"ms\", \"value\": 9}\n{\"metric\":\"gflops\",\"case\":\"b\",\"value\":8}\n";
-        let s = parse_sample(out, "gflops").unwrap_or_else(|e| panic!("{e}"));
+        let s = parse_sample(out, "gflops", None).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s.cases.len(), 2);
         assert!((s.score() - 4.0).abs() < 1e-9);
     }
@@ -114,11 +139,17 @@ mod tests {
             (line("a", "\"fast\""), "not a number"),
             (line("a", "5e-324"), "subnormal"),
         ] {
-            let err = parse_sample(&out, "g").err().unwrap_or_default();
+            let err = parse_sample(&out, "g", None).err().unwrap_or_default();
             assert!(err.contains(want), "{out}: {err}");
         }
-        let a = parse_sample(&line("a", "1"), "g").unwrap_or_else(|e| panic!("{e}"));
-        let b = parse_sample(&line("b", "1"), "g").unwrap_or_else(|e| panic!("{e}"));
+        let a = parse_sample(&line("a", "1"), "g", None).unwrap_or_else(|e| panic!("{e}"));
+        let b = parse_sample(&line("b", "1"), "g", None).unwrap_or_else(|e| panic!("{e}"));
+        let with = format!("{}{{\"metric\": \"bw\", \"value\": 9}}\n", line("a", "3"));
+        assert_eq!(
+            parse_sample(&with, "g", Some("bw")).map(|s| s.limit),
+            Ok(Some(9.0))
+        );
+        assert!(parse_sample(&line("a", "3"), "g", Some("bw")).is_err());
         assert!(same_cases(&a, &b).is_err());
     }
 }

@@ -104,6 +104,7 @@ pub fn simulate(
     };
     let sample = |v: f64| Sample {
         cases: std::collections::BTreeMap::from([("c".to_string(), v)]),
+        limit: None,
     };
     let (mut accepted, mut pairs_total) = (0usize, 0usize);
     for _ in 0..sims {
@@ -168,6 +169,7 @@ mod tests {
             min_gain: 0.02,
             case_tolerance: 0.5,
             plausible_factor: 10.0,
+            limit: None,
         };
         let s = settings(6, 20, 0.95);
         let noise = Noise {

@@ -107,6 +107,7 @@ struct RawMetric {
     min_gain: Option<f64>,
     case_tolerance: Option<f64>,
     plausible_factor: Option<f64>,
+    limit: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -329,12 +330,21 @@ fn metric(file: &Path, raw: RawMetric) -> Result<Metric> {
             "{f}: metric.plausible_factor = {plausible_factor}: expected a factor above 1, e.g. 10"
         );
     }
+    let limit = raw.limit.filter(|l| !l.trim().is_empty());
+    if let Some(l) = &limit
+        && (*l == raw.name || direction != Direction::Maximize)
+    {
+        bail!(
+            "{f}: metric.limit = {l:?}: the limit is another metric line, an upper bound of a metric to maximize (e.g. copy_gbps for gbps)"
+        );
+    }
     Ok(Metric {
         name: raw.name,
         direction,
         min_gain,
         case_tolerance,
         plausible_factor,
+        limit,
     })
 }
 

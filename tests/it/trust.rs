@@ -129,3 +129,42 @@ fn a_subnormal_metric_fails_the_candidate_instead_of_stalling_the_judge() {
     expect(&r, 0, "failed", "subnormal");
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
 }
+
+/// A task whose bench measures the hardware's limit in the same process (here: 1.5x the rate of
+/// a reference loop it runs itself): `check` shows each figure as a share of it, and a
+/// candidate measured above it goes to a human, whatever the incumbent says.
+#[test]
+fn a_candidate_above_the_measured_speed_of_light_is_quarantined() {
+    let env = Env::new();
+    let task = env.task("frozen");
+    let toml = task.join("task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        text.replace("min_gain = 0.02", "min_gain = 0.02\nlimit = \"light\""),
+    )
+    .unwrap();
+    let bench = std::fs::read_to_string(task.join("bench.sh")).unwrap();
+    let reference = r#"reference() {
+    s=0; i=1
+    while [ "$i" -le "$1" ]; do s=$((s + i)); i=$((i + 1)); done
+}
+r0=$(date +%s%N)
+reference "$n"
+r1=$(date +%s%N)
+echo "{\"metric\": \"light\", \"value\": $((n * 1500000000 / (r1 - r0 + 1)))}"
+"#;
+    std::fs::write(task.join("bench.sh"), format!("{bench}{reference}")).unwrap();
+    let check = env.json(&["check", task.to_str().unwrap()]);
+    let share = check["trees"][0]["fraction_of_limit"]["default"]
+        .as_f64()
+        .unwrap();
+    assert!(share > 0.3 && share < 1.0, "{check}");
+    let r = run_replay(
+        &env,
+        &task,
+        &[files_line("impl.sh", FAST_AND_RIGHT, "3x faster")],
+        &[],
+    );
+    expect(&r, 0, "quarantined", "measured above the hardware's limit");
+}
