@@ -21,6 +21,23 @@ pub struct Decided {
     pub commit: Option<String>,
 }
 
+/// What every decision starts with: the run lock held, the candidate still waiting, and a
+/// reason given (`missing` says which flag).
+async fn begin(
+    store: &Store,
+    db: &Path,
+    c: &CandidateRow,
+    why: &str,
+    missing: &str,
+) -> Result<LockFile> {
+    let lock = LockFile::run(db)?;
+    undecided(store, c).await?;
+    if why.trim().is_empty() {
+        bail!("{missing}");
+    }
+    Ok(lock)
+}
+
 /// Checks that the candidate waits for a decision.
 async fn undecided(store: &Store, c: &CandidateRow) -> Result<()> {
     if c.verdict != Verdict::Quarantined {
@@ -48,11 +65,14 @@ pub async fn release(
     by: &str,
     why: &str,
 ) -> Result<Decided> {
-    let _lock = LockFile::run(db)?;
-    undecided(store, c).await?;
-    if why.trim().is_empty() {
-        bail!("releasing a quarantined candidate needs --note saying why its gain is real");
-    }
+    let _lock = begin(
+        store,
+        db,
+        c,
+        why,
+        "releasing a quarantined candidate needs --note saying why its gain is real",
+    )
+    .await?;
     let parent_id = c
         .parent_entry_id
         .with_context(|| format!("candidate {} has no parent entry", c.id))?;
@@ -103,11 +123,14 @@ pub async fn dismiss(
     by: &str,
     why: &str,
 ) -> Result<Decided> {
-    let _lock = LockFile::run(db)?;
-    undecided(store, c).await?;
-    if why.trim().is_empty() {
-        bail!("--reason must say why the candidate is dismissed");
-    }
+    let _lock = begin(
+        store,
+        db,
+        c,
+        why,
+        "--reason must say why the candidate is dismissed",
+    )
+    .await?;
     store.record_dismissal(c.id, by, why).await?;
     Ok(Decided {
         candidate: c.id,

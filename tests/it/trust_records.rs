@@ -186,6 +186,9 @@ fn best_says_whether_its_entry_was_approved() {
 fn a_warm_start_brings_the_neighbours_edited_code_too() {
     let env = Env::new();
     let task = env.task("spin");
+    // A large, clear gain (800 -> 0 wasted steps per thousand), so the first run accepts it
+    // whatever else the machine is doing.
+    std::fs::write(task.join("params.h"), "#define PAD_PERMILLE 800\n").unwrap();
     let kernel = std::fs::read_to_string(task.join("kernel.c")).unwrap();
     let edited = format!("/* tuned by hand */\n{kernel}");
     let line = serde_json::json!({ "files": { "kernel.c": edited, "params.h": "#define PAD_PERMILLE 0\n" } }).to_string();
