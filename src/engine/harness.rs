@@ -220,18 +220,20 @@ impl<'a> Harness<'a> {
         }
     }
 
-    /// Before every command: the harness-owned files hash as the task's, and (after the build)
-    /// the workspace is exactly as the build left it.
+    /// Before every command: up to the build, the harness-owned files hash as the task's; after
+    /// it, the workspace is exactly as the build left it (its snapshot was taken only once the
+    /// harness files were verified again, so it covers them too).
     fn check_harness(
         &self,
         dir: &Path,
         outputs: Option<&Snapshot>,
         stage: Stage,
     ) -> Result<(), Failure> {
-        self.manifest
-            .verify(dir)
-            .and_then(|()| outputs.map_or(Ok(()), |o| o.verify(dir)))
-            .map_err(|e| Failure::new(stage, e.to_string()))
+        match outputs {
+            None => self.manifest.verify(dir),
+            Some(o) => o.verify(dir),
+        }
+        .map_err(|e| Failure::new(stage, e.to_string()))
     }
 
     /// Whether `built` is still exactly what was built and tested.
@@ -262,8 +264,9 @@ impl<'a> Harness<'a> {
                 return Err(self.command_failure(Stage::Build, "build failed", &out));
             }
         }
-        // From here on the tree is frozen: read-only under bwrap, and checked against this
-        // snapshot before every command either way.
+        // The build may not have touched the harness; from here on the tree is frozen:
+        // read-only under bwrap, and checked against this snapshot before every command.
+        self.check_harness(ws.path(), None, Stage::Test)?;
         let outputs =
             Snapshot::of_dir(ws.path()).map_err(|e| Failure::new(Stage::Build, e.to_string()))?;
         self.test(ws.path(), &outputs, Stage::Test)?;
