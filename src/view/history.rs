@@ -31,14 +31,14 @@ pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<V
         {
             continue;
         }
-        let counts = store.verdict_counts(run.id).await?;
+        let counts = run.counts;
         if filter.verdict.is_some_and(|v| counts.get(v) == 0) {
             continue;
         }
         let best = store
             .incumbent(&branch_name(&run.task, &run.context_id))
             .await?;
-        let usage = store.run_usage(run.id).await?;
+        let usage = run.usage;
         let per_candidate = |n: i64| (n > 0).then(|| usage.prompt_tokens / n);
         rows.push(json!({
             "run": run.id, "task": run.task, "context_id": run.context_id, "proposer": run.proposer,

@@ -49,6 +49,15 @@ fn assert_consistent(env: &Env) {
         "SELECT COUNT(*) AS n FROM (SELECT run_id, seq FROM candidates GROUP BY run_id, seq HAVING COUNT(*) > 1)",
     );
     assert_eq!(dups[0]["n"], 0);
+    // Each run's totals (kept by triggers) agree with its candidates, whatever was killed when.
+    let drift = rows(
+        env,
+        "SELECT COUNT(*) AS n FROM runs r WHERE n_accepted + n_rejected + n_failed + n_quarantined
+            != (SELECT COUNT(*) FROM candidates c JOIN evaluations e ON e.candidate_id = c.id WHERE c.run_id = r.id)
+         OR n_accepted != (SELECT COUNT(*) FROM candidates c JOIN evaluations e ON e.candidate_id = c.id
+                           WHERE c.run_id = r.id AND e.verdict = 'accepted')",
+    );
+    assert_eq!(drift[0]["n"], 0, "run totals drifted from the candidates");
     // Every commit reachable from a ledger branch is a recorded entry (verified by polymorph).
     if !env.ledger().join("HEAD").exists() {
         return;

@@ -23,6 +23,11 @@ pub struct RunRow {
     pub start_score: Option<f64>,
     pub hand_tuned_score: Option<f64>,
     pub message: Option<String>,
+    /// Kept by triggers as the run's candidates are recorded (migration 0008).
+    #[sqlx(flatten)]
+    pub counts: VerdictCounts,
+    #[sqlx(flatten)]
+    pub usage: RunUsage,
 }
 
 #[derive(Debug, Clone, FromRow)]
@@ -216,11 +221,15 @@ pub struct NewEntry {
 }
 
 /// How many candidates of a run got each verdict.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, FromRow)]
 pub struct VerdictCounts {
+    #[sqlx(rename = "n_accepted")]
     pub accepted: i64,
+    #[sqlx(rename = "n_rejected")]
     pub rejected: i64,
+    #[sqlx(rename = "n_failed")]
     pub failed: i64,
+    #[sqlx(rename = "n_quarantined")]
     pub quarantined: i64,
 }
 
@@ -252,7 +261,9 @@ impl VerdictCounts {
 #[derive(Debug, Clone, Copy, Default, FromRow)]
 pub struct RunUsage {
     /// Prompt and completion tokens.
+    #[sqlx(rename = "model_tokens")]
     pub tokens: i64,
+    #[sqlx(rename = "model_requests")]
     pub requests: i64,
     pub prompt_tokens: i64,
 }

@@ -1,6 +1,6 @@
 //! Runs and contexts in runs.db: creating, resuming and finishing runs, their counts and usage.
 
-use super::{RunRow, RunUsage, Store, VerdictCounts, now};
+use super::{RunRow, Store, VerdictCounts, now};
 use crate::measure::{Verdict, plot::Point};
 use crate::record::kinds::{RunProposer, RunStatus};
 use anyhow::Result;
@@ -150,18 +150,6 @@ impl Store {
         )
     }
 
-    /// What the model cost a run: all tokens, requests, and prompt tokens.
-    pub async fn run_usage(&self, run_id: i64) -> Result<RunUsage> {
-        Ok(sqlx::query_as(
-            "SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens, COALESCE(SUM(model_requests), 0) AS requests,
-                    COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens
-             FROM candidates WHERE run_id = ?",
-        )
-        .bind(run_id)
-        .fetch_one(&self.pool)
-        .await?)
-    }
-
     /// The candidates of some runs in evaluation order, for `history --plot`.
     pub async fn plot_points(&self, run_ids: &[i64]) -> Result<Vec<Point>> {
         let mut out = Vec::new();
@@ -180,18 +168,12 @@ impl Store {
         Ok(out)
     }
 
-    /// Verdict counts of a run.
+    /// Verdict counts of a run (kept on its row).
     pub async fn verdict_counts(&self, run_id: i64) -> Result<VerdictCounts> {
-        let rows: Vec<(Verdict, i64)> = sqlx::query_as(
-            "SELECT e.verdict, COUNT(*) FROM candidates c JOIN evaluations e ON e.candidate_id = c.id WHERE c.run_id = ? GROUP BY e.verdict",
-        )
-        .bind(run_id)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut counts = VerdictCounts::default();
-        for (verdict, n) in rows {
-            *counts.get_mut(verdict) = n;
-        }
-        Ok(counts)
+        Ok(self
+            .run(run_id)
+            .await?
+            .map(|r| r.counts)
+            .unwrap_or_default())
     }
 }
