@@ -183,8 +183,8 @@ async fn report(
     status: RunStatus,
     message: Option<String>,
 ) -> Result<RunReport> {
-    let counts = store.verdict_counts(at.run_id).await?;
     let run_row = store.run(at.run_id).await?.context("run row vanished")?;
+    let counts = run_row.counts;
     let best = store.incumbent(&r.branch).await?;
     Ok(RunReport {
         run_id: at.run_id,

@@ -243,15 +243,6 @@ impl VerdictCounts {
         }
     }
 
-    pub fn get_mut(&mut self, verdict: Verdict) -> &mut i64 {
-        match verdict {
-            Verdict::Accepted => &mut self.accepted,
-            Verdict::Rejected => &mut self.rejected,
-            Verdict::Failed => &mut self.failed,
-            Verdict::Quarantined => &mut self.quarantined,
-        }
-    }
-
     pub fn total(&self) -> i64 {
         self.accepted + self.rejected + self.failed + self.quarantined
     }

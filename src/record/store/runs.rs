@@ -1,6 +1,6 @@
 //! Runs and contexts in runs.db: creating, resuming and finishing runs, their counts and usage.
 
-use super::{RunRow, Store, VerdictCounts, now};
+use super::{RunRow, Store, now};
 use crate::measure::{Verdict, plot::Point};
 use crate::record::kinds::{RunProposer, RunStatus};
 use anyhow::Result;
@@ -166,14 +166,5 @@ impl Store {
             );
         }
         Ok(out)
-    }
-
-    /// Verdict counts of a run (kept on its row).
-    pub async fn verdict_counts(&self, run_id: i64) -> Result<VerdictCounts> {
-        Ok(self
-            .run(run_id)
-            .await?
-            .map(|r| r.counts)
-            .unwrap_or_default())
     }
 }
