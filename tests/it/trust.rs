@@ -10,6 +10,8 @@ const HONEST: &str = "compute() {\n    s=0; i=1\n    while [ \"$i\" -le \"$1\" ]
 const FAST_AND_WRONG: &str = "compute() {\n    s=0; i=1\n    while [ \"$i\" -le $(($1 / 3)) ]; do s=$((s + i)); i=$((i + 1)); done\n    echo \"$s\"\n}\n";
 /// Correct and about 3x faster: the first third by the loop, the rest in closed form.
 const FAST_AND_RIGHT: &str = "compute() {\n    s=0; i=1; m=$(($1 / 3))\n    while [ \"$i\" -le \"$m\" ]; do s=$((s + i)); i=$((i + 1)); done\n    echo $((s + $1 * ($1 + 1) / 2 - m * (m + 1) / 2))\n}\n";
+/// Correct with no loop at all: the fastest honest answer there is.
+const CLOSED_FORM: &str = "compute() {\n    echo $(($1 * ($1 + 1) / 2))\n}\n";
 
 fn impl_with(tail: &str) -> String {
     format!("{HONEST}{tail}")
@@ -130,9 +132,11 @@ fn a_subnormal_metric_fails_the_candidate_instead_of_stalling_the_judge() {
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
 }
 
-/// A task whose bench measures the hardware's limit in the same process (here: 1.5x the rate of
-/// a reference loop it runs itself): `check` shows each figure as a share of it, and a
-/// candidate measured above it goes to a human, whatever the incumbent says.
+/// A task whose bench measures the hardware's limit in the same process (here: 4x the rate of a
+/// reference loop it runs itself, the fastest of five tries as a real peak measurement would
+/// take): `check` shows each figure as a share of it, and a candidate measured above it (a closed
+/// form, some 20x the loop) goes to a human, whatever the incumbent says. The margins are wide on
+/// both sides because a busy 2-core machine makes a few-millisecond shell loop vary threefold.
 #[test]
 fn a_candidate_above_the_measured_speed_of_light_is_quarantined() {
     let env = Env::new();
@@ -149,21 +153,26 @@ fn a_candidate_above_the_measured_speed_of_light_is_quarantined() {
     s=0; i=1
     while [ "$i" -le "$1" ]; do s=$((s + i)); i=$((i + 1)); done
 }
-r0=$(date +%s%N)
-reference "$n"
-r1=$(date +%s%N)
-echo "{\"metric\": \"light\", \"value\": $((n * 1500000000 / (r1 - r0 + 1)))}"
+best=0
+for try in 1 2 3 4 5; do
+    r0=$(date +%s%N)
+    reference "$n"
+    r1=$(date +%s%N)
+    if [ "$best" -eq 0 ] || [ $((r1 - r0)) -lt "$best" ]; then best=$((r1 - r0)); fi
+done
+echo "{\"metric\": \"light\", \"value\": $((n * 4000000000 / (best + 1)))}"
 "#;
+    let bench = bench.replace("n=3000", "n=20000");
     std::fs::write(task.join("bench.sh"), format!("{bench}{reference}")).unwrap();
     let check = env.json(&["check", task.to_str().unwrap()]);
     let share = check["trees"][0]["fraction_of_limit"]["default"]
         .as_f64()
         .unwrap();
-    assert!(share > 0.3 && share < 1.0, "{check}");
+    assert!(share > 0.05 && share < 1.0, "{check}");
     let r = run_replay(
         &env,
         &task,
-        &[files_line("impl.sh", FAST_AND_RIGHT, "3x faster")],
+        &[files_line("impl.sh", CLOSED_FORM, "no loop at all")],
         &[],
     );
     expect(&r, 0, "quarantined", "measured above the hardware's limit");
