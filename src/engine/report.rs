@@ -115,10 +115,13 @@ pub fn final_measurement(
     report: &mut RunReport,
 ) -> Result<()> {
     let mut h = Harness::new(&r.task, &r.source, runner, cancel, r.workload.as_ref())?;
-    let mut trees = vec![
-        ("start", r.source.clone()),
-        ("best", ledger.read_tree(best)?),
-    ];
+    let best_tree = ledger.read_tree(best)?;
+    // A run that accepted nothing ends where it started: that tree is measured once.
+    let best_is_start = best_tree == r.source;
+    let mut trees = vec![("start", r.source.clone())];
+    if !best_is_start {
+        trees.push(("best", best_tree));
+    }
     if let Some(hand) = r.hand_tuned.clone() {
         trees.push(("hand-tuned", hand));
     }
@@ -131,8 +134,9 @@ pub fn final_measurement(
     }
     let refs: Vec<&Built> = built.iter().collect();
     let samples = tokio::task::block_in_place(|| h.measure(&refs, REFERENCE_ROUNDS))?;
-    report.start_score = Some(median_score(&samples[0]));
-    report.best_score = Some(median_score(&samples[1]));
-    report.hand_tuned_score = samples.get(2).map(|s| median_score(s));
+    let scores: Vec<f64> = samples.iter().map(|s| median_score(s)).collect();
+    report.start_score = Some(scores[0]);
+    report.best_score = Some(scores[usize::from(!best_is_start)]);
+    report.hand_tuned_score = r.hand_tuned.as_ref().and_then(|_| scores.last().copied());
     Ok(())
 }
