@@ -55,6 +55,9 @@ pub enum Command {
     Best(BestArgs),
     /// The task's context on this machine now: its id and what went into it.
     Context(ContextArgs),
+    /// Install what a task's commands need once, with network access, so that they run
+    /// offline: the pinned Python packages of its [python] requirements.
+    Setup(SetupArgs),
     /// Scheduled runs, executed by `polymorph daemon`.
     Schedule {
         #[command(subcommand)]
@@ -230,6 +233,21 @@ pub struct ContextArgs {
     pub workload: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SetupArgs {
+    /// Directory holding task.toml.
+    pub task_dir: PathBuf,
+    /// The Python interpreter the environment is made with.
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// Make the environment again even when it is complete.
+    #[arg(long)]
+    pub force: bool,
+    /// Install nothing: say where the environment is and whether it is complete (exit 2 when not).
+    #[arg(long, conflicts_with = "force")]
+    pub check: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -11,6 +11,7 @@ mod query;
 mod review;
 mod run;
 mod schedule;
+mod setup;
 mod show;
 
 use crate::cli::{Cli, Command};
@@ -30,6 +31,7 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
         Command::Export(ref a) => review::export(&cli, a.clone()).await,
         Command::Query(ref a) => query::query(&cli, a.clone()).await,
         Command::Context(ref a) => context::context(a.clone()),
+        Command::Setup(ref a) => setup::setup(a),
         Command::Schedule { ref action } => schedule::schedule(&cli, action.clone()).await,
         Command::Daemon(ref a) => schedule::daemon(&cli, a.clone(), cancel).await,
         Command::Serve(ref a) => {

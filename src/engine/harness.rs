@@ -126,12 +126,20 @@ impl<'a> Harness<'a> {
         workload: Option<&Workload>,
     ) -> Result<Self> {
         let manifest = Manifest::of(source, |p| !task.is_editable(p));
-        let base_env = ENV_ALLOWLIST
+        let mut base_env: Vec<(String, String)> = ENV_ALLOWLIST
             .iter()
             .map(|s| s.to_string())
             .chain(task.commands.env.iter().cloned())
             .filter_map(|k| std::env::var(&k).ok().map(|v| (k, v)))
+            .map(|(k, v)| match k.as_str() {
+                "PATH" => (k, task.path_var(&v)),
+                _ => (k, v),
+            })
             .collect();
+        if task.python.is_some() {
+            // Bytecode caches written next to the sources would change the tree after the build.
+            base_env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+        }
         let workload = match workload {
             None => None,
             Some(w) => match w.path.strip_prefix(&task.dir) {

@@ -3,12 +3,14 @@
 
 pub mod context;
 pub mod params;
+pub mod python;
 pub mod requires;
 pub mod resolve;
 pub mod spec;
 
 pub use context::{Fingerprint, Workload};
 pub use params::ParamsSpec;
+pub use python::PythonEnv;
 pub use requires::Requirement;
 pub use resolve::{Resolved, branch_name, resolve};
 pub use spec::{Commands, Task};

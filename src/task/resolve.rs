@@ -25,6 +25,15 @@ impl Resolved {
     pub fn check_requirements(&self) -> Result<()> {
         let path_var = std::env::var("PATH").unwrap_or_default();
         let lacking = missing(&self.task.requires, &path_var, Path::new("/dev"));
+        if let Some(py) = self.task.python.as_ref().filter(|p| !p.ready()) {
+            bail!(
+                "task {} needs its Python packages ({}): run `polymorph setup {}` once to install them into {}",
+                self.task.name,
+                py.pins.join(", "),
+                self.task.dir.display(),
+                py.dir.display()
+            );
+        }
         if !lacking.is_empty() {
             bail!(
                 "task {} needs what this machine lacks: {}; run it on a machine that has them",
@@ -48,7 +57,7 @@ pub fn resolve(task_dir: &Path, workload: Option<&Path>) -> Result<Resolved> {
     let source = task.source_tree()?;
     let hand_tuned = task.hand_tuned_tree(&source)?;
     let workload = Workload::resolve(&task, workload)?;
-    let path_var = std::env::var("PATH").unwrap_or_default();
+    let path_var = task.path_var(&std::env::var("PATH").unwrap_or_default());
     let fingerprint = context::fingerprint(&task, &source, workload.as_ref(), &path_var)?;
     let context_id = fingerprint.id();
     let branch = branch_name(&task.name, &context_id);

@@ -2,6 +2,7 @@
 //! and what would fix it; nothing runs until a task loads cleanly.
 
 use super::params::{ParamsSpec, parse_params};
+use super::python::{self, PythonEnv};
 use super::requires::Requirement;
 use crate::measure::{Direction, JudgeSettings, Metric};
 use agent::Params;
@@ -58,6 +59,8 @@ pub struct Task {
     pub toolchain: Vec<String>,
     /// What the task needs of the machine (checked before anything runs).
     pub requires: Vec<Requirement>,
+    /// The pinned Python packages its commands use, installed by `polymorph setup`.
+    pub python: Option<PythonEnv>,
 }
 
 #[derive(Deserialize)]
@@ -78,6 +81,13 @@ struct RawTask {
     judge: RawJudge,
     #[serde(default)]
     requires: Vec<String>,
+    python: Option<RawPython>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPython {
+    requirements: String,
 }
 
 #[derive(Deserialize)]
@@ -217,6 +227,10 @@ impl Task {
             Some(table) => Some(parse_params(file, &editable, table)?),
             None => None,
         };
+        let python = match &raw.python {
+            Some(p) => Some(python::parse(&dir, &raw.name, file, &p.requirements)?),
+            None => None,
+        };
         Ok(Task {
             name: raw.name,
             description: raw.description.trim().to_string(),
@@ -235,8 +249,17 @@ impl Task {
                 .toolchain
                 .unwrap_or_else(|| vec![DEFAULT_TOOLCHAIN.to_string()]),
             requires,
+            python,
             dir,
         })
+    }
+
+    /// `PATH` for the task's commands and probes: its Python environment first, when it has one.
+    pub fn path_var(&self, host: &str) -> String {
+        match &self.python {
+            Some(p) => p.path_var(host),
+            None => host.to_string(),
+        }
     }
 
     pub fn is_editable(&self, path: &RelPath) -> bool {

@@ -15,5 +15,6 @@ mod resume;
 mod review;
 mod run_cli;
 mod serve;
+mod serving;
 mod trust;
 mod trust_records;
