@@ -167,13 +167,24 @@ pub fn fingerprint(
 ) -> Result<Fingerprint> {
     // The harness: every harness-owned file, and what task.toml says about running and
     // measuring. The workload and the model id have their own fields, and task.toml's other
-    // lines (a description, say) do not change what a result means.
+    // lines (a description, say) do not change what a result means. The files beside the task's
+    // workload in its own folder are the task's other traces, data a run may be given with
+    // --workload: recording a new trace there changes no context but its own.
     let toml = RelPath::new(TASK_FILE).ok();
+    let traces = task
+        .workload
+        .as_ref()
+        .and_then(|w| w.as_str().rsplit_once('/'))
+        .map(|(dir, _)| format!("{dir}/"));
+    let is_trace = |p: &RelPath| {
+        Some(p) == task.workload.as_ref()
+            || traces
+                .as_deref()
+                .is_some_and(|d| p.as_str().strip_prefix(d).is_some_and(|f| !f.contains('/')))
+    };
     let mut harness: String = source
         .iter()
-        .filter(|(p, _)| {
-            !task.is_editable(p) && Some(*p) != task.workload.as_ref() && Some(*p) != toml.as_ref()
-        })
+        .filter(|(p, _)| !task.is_editable(p) && !is_trace(p) && Some(*p) != toml.as_ref())
         .map(|(p, b)| format!("{p}\0{}\n", sha256_hex(b)))
         .collect();
     let c = &task.commands;

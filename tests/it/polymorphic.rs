@@ -71,6 +71,29 @@ fn context_names_what_went_into_it_and_moves_with_the_workload() {
     );
 }
 
+/// The task's other traces are data: recording a new one changes only the contexts that use it,
+/// while a harness file (the check) changes every context of the task.
+#[test]
+fn a_new_trace_beside_the_workload_moves_only_its_own_context() {
+    let env = Env::new();
+    let task = env.task("matmul-c");
+    let t = task.to_str().unwrap();
+    let prefill = task.join("workloads/prefill.json");
+    let p = prefill.to_str().unwrap();
+    let id = |args: &[&str]| env.json(args)["context_id"].as_str().unwrap().to_string();
+    let (decode, on_prefill) = (id(&["context", t]), id(&["context", t, "--workload", p]));
+    assert_ne!(decode, on_prefill);
+    let text = std::fs::read_to_string(&prefill).unwrap();
+    std::fs::write(&prefill, text.replacen("\"m\": 64", "\"m\": 32", 1)).unwrap();
+    std::fs::write(task.join("workloads/recorded.json"), "{}").unwrap();
+    assert_eq!(id(&["context", t]), decode);
+    assert_ne!(id(&["context", t, "--workload", p]), on_prefill);
+    let check = task.join("check.c");
+    let source = std::fs::read_to_string(&check).unwrap();
+    std::fs::write(&check, format!("{source}\n")).unwrap();
+    assert_ne!(id(&["context", t]), decode);
+}
+
 #[test]
 fn best_says_what_to_deploy_and_emits_the_tree() {
     let env = Env::new();
