@@ -170,7 +170,24 @@ pub async fn run(
     let (message, best_commit) = outcome?;
     let mut report = report(store, &r, &at, chosen, status, message).await?;
     if status == RunStatus::Finished {
-        final_measurement(&r, &ledger, runner, cancel, best_commit, &mut report)?;
+        // The run is over and recorded: a stop during the reference figures costs only them.
+        let measured = final_measurement(
+            &r,
+            &ledger,
+            runner,
+            cancel.clone(),
+            best_commit,
+            &mut report,
+        );
+        match measured {
+            Err(_) if cancel.load(Ordering::SeqCst) => {
+                report.message = Some(
+                    "stopped before the final side-by-side measurement; the run itself finished"
+                        .into(),
+                );
+            }
+            other => other?,
+        }
     }
     Ok(report)
 }

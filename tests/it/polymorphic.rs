@@ -275,6 +275,70 @@ fn the_daemon_runs_due_schedules_and_reruns_when_the_workload_changes() {
     assert_eq!(env.json(&["history"]).as_array().unwrap().len(), 2);
 }
 
+/// A daemon stopped while a finished run measures its reference figures keeps the run finished:
+/// only those figures are lost, and the schedule does not say it failed.
+#[test]
+fn sigterm_during_the_final_measurement_keeps_the_run_finished() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let toml = task.join("task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        text.replace("bench = \"./bench\"", "bench = \"sleep 1; ./bench\""),
+    )
+    .unwrap();
+    let replay = env.write(
+        "broken.jsonl",
+        &files_line("kernel.c", "not C\n", "does not build"),
+    );
+    let proposer = format!("replay:{}", replay.display());
+    let t = task.to_str().unwrap();
+    env.cmd()
+        .args([
+            "schedule",
+            "add",
+            t,
+            "--every",
+            "1h",
+            "--budget",
+            "1",
+            "--proposer",
+            &proposer,
+        ])
+        .assert()
+        .success();
+    let mut daemon = env.spawn(&["daemon", "--tick", "1s"]);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let finished = || {
+        env.db().exists()
+            && env
+                .cmd()
+                .args([
+                    "query",
+                    "SELECT COUNT(*) AS n FROM runs WHERE status = 'finished'",
+                    "--json",
+                ])
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
+                .is_some_and(|v| v[0]["n"].as_i64() == Some(1))
+    };
+    while !finished() {
+        assert!(Instant::now() < deadline, "the run never finished");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: signalling a child we spawned.
+    unsafe {
+        libc::kill(daemon.id() as i32, libc::SIGTERM);
+    }
+    assert_eq!(daemon.wait().unwrap().code(), Some(130));
+    let schedules = env.json(&["schedule", "list"]);
+    assert_eq!(schedules[0]["last_status"], "finished", "{schedules}");
+    assert_eq!(env.json(&["history"])[0]["status"], "finished");
+}
+
 #[test]
 fn sigterm_stops_the_daemon_mid_evaluation_and_loses_nothing() {
     let env = Env::new();
