@@ -1,7 +1,7 @@
 //! The adversarial suite: one candidate per known way of gaming an evaluator, each run through
 //! the real loop, asserting the verdict, its reason and the guard that stopped it.
 
-use crate::common::{Env, files_line};
+use crate::common::{Env, edit, files_line};
 use serde_json::{Value, json};
 use std::net::TcpListener;
 
@@ -247,14 +247,7 @@ fn candidate_verification_refuses_bad_changes() {
 fn kernel_cheats_fail_the_check_or_are_quarantined() {
     let env = Env::new();
     let task = env.task("matmul-c");
-    let toml = task.join("task.toml");
-    std::fs::write(
-        &toml,
-        std::fs::read_to_string(&toml)
-            .unwrap()
-            .replace("timeout_s = 120", "timeout_s = 20"),
-    )
-    .unwrap();
+    edit(&task.join("task.toml"), "timeout_s = 120", "timeout_s = 20");
     let header = "#include \"kernel.h\"\n#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n";
     let naive = "static void real_gemm(int M, int N, int K, const float *A, const float *B, float *C) {\n    for (int i = 0; i < M; i++)\n        for (int j = 0; j < N; j++) {\n            float acc = 0;\n            for (int k = 0; k < K; k++) acc += A[i * K + k] * B[k * N + j];\n            C[i * N + j] = acc;\n        }\n}\n";
     let kernel = |body: &str| {

@@ -162,6 +162,18 @@ pub fn files_line(path: &str, content: &str, note: &str) -> String {
     serde_json::json!({ "files": { path: content }, "note": note }).to_string()
 }
 
+/// Replaces `from` with `to` in a file of a test's task. A pattern that is not there fails the
+/// test, so a fixture edited later cannot quietly make a test check nothing.
+pub fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(
+        text.contains(from),
+        "{}: no {from:?} to replace",
+        path.display()
+    );
+    std::fs::write(path, text.replace(from, to)).unwrap();
+}
+
 /// Says on the real stderr, which the test harness does not capture (so CI's log shows it),
 /// that a guarantee was not tested on this machine.
 pub fn skipped(why: &str) {

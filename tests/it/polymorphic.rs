@@ -2,7 +2,7 @@
 //! neighbouring contexts, schedules and the daemon (a changed workload triggers a run; SIGTERM
 //! mid-evaluation loses nothing; one daemon per database).
 
-use crate::common::{Env, files_line};
+use crate::common::{Env, edit, files_line};
 use predicates::str::contains;
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -281,13 +281,11 @@ fn the_daemon_runs_due_schedules_and_reruns_when_the_workload_changes() {
 fn sigterm_during_the_final_measurement_keeps_the_run_finished() {
     let env = Env::new();
     let task = env.task("spin");
-    let toml = task.join("task.toml");
-    let text = std::fs::read_to_string(&toml).unwrap();
-    std::fs::write(
-        &toml,
-        text.replace("bench = \"./bench\"", "bench = \"sleep 1; ./bench\""),
-    )
-    .unwrap();
+    edit(
+        &task.join("task.toml"),
+        "bench = \"./bench\"",
+        "bench = \"sleep 1; ./bench\"",
+    );
     let replay = env.write(
         "broken.jsonl",
         &files_line("kernel.c", "not C\n", "does not build"),

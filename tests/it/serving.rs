@@ -3,7 +3,7 @@
 //! changes an answer fails; and without its Python packages a run says what to install.
 
 use crate::adversarial::run_replay;
-use crate::common::{Env, files_line, skipped};
+use crate::common::{Env, edit, files_line, skipped};
 use predicates::str::contains;
 use std::path::Path;
 
@@ -66,11 +66,8 @@ fn the_embedding_server_answers_a_short_trace_and_wrong_answers_fail() {
     // Without the hand-tuned baseline, which this test does not need: each run measures its
     // reference trees at its start and end, and this machine has two cores.
     let toml = task.join("task.toml");
-    let text = std::fs::read_to_string(&toml).unwrap();
-    let text = text
-        .replace("hand_tuned = ", "# hand_tuned = ")
-        .replace("workloads/short-queries.json", "workloads/tiny.json");
-    std::fs::write(&toml, text).unwrap();
+    edit(&toml, "hand_tuned = ", "# hand_tuned = ");
+    edit(&toml, "workloads/short-queries.json", "workloads/tiny.json");
     let workload = task.join("workloads/tiny.json");
     std::fs::write(
         &workload,

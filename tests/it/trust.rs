@@ -3,7 +3,7 @@
 //! sabotaged. None may be accepted.
 
 use crate::adversarial::{bwrap_works, expect, run_replay};
-use crate::common::{Env, files_line, skipped};
+use crate::common::{Env, edit, files_line, skipped};
 
 /// The honest sum, 3x the work of a cheat that sums a third as far (wrong, but plausibly fast).
 const HONEST: &str = "compute() {\n    s=0; i=1\n    while [ \"$i\" -le \"$1\" ]; do s=$((s + i)); i=$((i + 1)); done\n    echo \"$s\"\n}\n";
@@ -115,9 +115,7 @@ fn root_attacks_from_a_candidate_fail_and_it_is_not_accepted() {
 fn a_subnormal_metric_fails_the_candidate_instead_of_stalling_the_judge() {
     let env = Env::new();
     let task = env.task("frozen");
-    let toml = task.join("task.toml");
-    let text = std::fs::read_to_string(&toml).unwrap();
-    std::fs::write(&toml, text.replace("maximize", "minimize")).unwrap();
+    edit(&task.join("task.toml"), "maximize", "minimize");
     let lie = format!(
         "{HONEST}case $0 in *bench*) echo '{{\"metric\": \"ops\", \"value\": 5e-324}}'; exit 0;; esac\n"
     );
@@ -141,13 +139,12 @@ fn a_subnormal_metric_fails_the_candidate_instead_of_stalling_the_judge() {
 fn a_candidate_above_the_measured_speed_of_light_is_quarantined() {
     let env = Env::new();
     let task = env.task("frozen");
-    let toml = task.join("task.toml");
-    let text = std::fs::read_to_string(&toml).unwrap();
-    std::fs::write(
-        &toml,
-        text.replace("min_gain = 0.02", "min_gain = 0.02\nlimit = \"light\""),
-    )
-    .unwrap();
+    edit(
+        &task.join("task.toml"),
+        "min_gain = 0.02",
+        "min_gain = 0.02\nlimit = \"light\"",
+    );
+    edit(&task.join("bench.sh"), "n=3000", "n=20000");
     let bench = std::fs::read_to_string(task.join("bench.sh")).unwrap();
     let reference = r#"reference() {
     s=0; i=1
@@ -162,7 +159,6 @@ for try in 1 2 3 4 5; do
 done
 echo "{\"metric\": \"light\", \"value\": $((n * 4000000000 / (best + 1)))}"
 "#;
-    let bench = bench.replace("n=3000", "n=20000");
     std::fs::write(task.join("bench.sh"), format!("{bench}{reference}")).unwrap();
     let check = env.json(&["check", task.to_str().unwrap()]);
     let share = check["trees"][0]["fraction_of_limit"]["default"]

@@ -2,7 +2,7 @@
 //! named and stops the run, a quarantined candidate can be released or dismissed by a person,
 //! warm starts carry a neighbour's whole tree, and `best` says whether its entry was approved.
 
-use crate::common::{Env, files_line};
+use crate::common::{Env, edit, files_line};
 use predicates::str::contains;
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -78,13 +78,11 @@ fn closed_form() -> String {
 fn a_person_releases_or_dismisses_a_quarantined_candidate() {
     let env = Env::new();
     let task = env.task("adversary");
-    let toml = task.join("task.toml");
-    let text = std::fs::read_to_string(&toml).unwrap();
-    std::fs::write(
-        &toml,
-        text.replace("min_gain = 0.02", "min_gain = 0.02\nplausible_factor = 1.3"),
-    )
-    .unwrap();
+    edit(
+        &task.join("task.toml"),
+        "min_gain = 0.02",
+        "min_gain = 0.02\nplausible_factor = 1.3",
+    );
     let lines = [
         files_line("impl.sh", &closed_form(), "closed form"),
         files_line(
