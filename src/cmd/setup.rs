@@ -36,7 +36,7 @@ pub fn setup(a: &SetupArgs) -> Result<()> {
         py.pins.join(", "),
         py.dir.display()
     );
-    py.install(&a.python, &py.file.under(&task.dir))?;
+    py.install(&a.python)?;
     println!(
         "task {}: its Python environment is ready at {}",
         task.name,

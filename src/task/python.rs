@@ -16,8 +16,8 @@ const HASH_LEN: usize = 12;
 /// A task's Python environment: its pinned packages and where they are installed.
 #[derive(Debug, Clone)]
 pub struct PythonEnv {
-    /// The requirements file, under the task directory.
-    pub file: RelPath,
+    /// The requirements file.
+    pub requirements: PathBuf,
     /// `name==version`, one per package, as the file lists them.
     pub pins: Vec<String>,
     text: String,
@@ -80,7 +80,7 @@ pub(super) fn parse(task_dir: &Path, task_name: &str, file: &Path, raw: &str) ->
     }
     let hash = &sha256_hex(text.as_bytes())[..HASH_LEN];
     Ok(PythonEnv {
-        file: rel,
+        requirements: path,
         pins,
         dir: cache_root()
             .join("python")
@@ -109,7 +109,7 @@ impl PythonEnv {
     /// Creates the environment with `python` and installs the pins with pip (no dependencies
     /// beyond the pinned ones), in a scratch directory renamed into place at the end, so an
     /// interrupted install leaves nothing that looks ready. pip's output goes to stderr.
-    pub fn install(&self, python: &str, requirements: &Path) -> Result<()> {
+    pub fn install(&self, python: &str) -> Result<()> {
         let parent = self.dir.parent().unwrap_or(Path::new("/"));
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
@@ -135,7 +135,7 @@ impl PythonEnv {
             Command::new(scratch.join("bin/python"))
                 .args(["-m", "pip", "install", "--no-deps", "--no-input"])
                 .args(["--disable-pip-version-check", "-r"])
-                .arg(requirements),
+                .arg(&self.requirements),
             "pip install",
         )?;
         std::fs::write(scratch.join(READY_FILE), &self.text)?;
