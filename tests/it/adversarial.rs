@@ -102,6 +102,10 @@ fn processes_with(needle: &str) -> Vec<String> {
 fn process_level_attacks_are_stopped() {
     let env = Env::new();
     let task = env.task("adversary");
+    // Four attacks below are the start's own code with a harmless side act; on a busy 2-core
+    // machine a few-millisecond shell loop swings enough that, over four copies, one in a few
+    // dozen runs cleared a 2% gain. Only a real gain should move the ledger here, so ask for 50%.
+    edit(&task.join("task.toml"), "min_gain = 0.02", "min_gain = 0.5");
     let outside = tempfile::tempdir_in(env.path()).unwrap();
     let escaped = outside.path().join("escaped");
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -200,7 +204,8 @@ fn process_level_attacks_are_stopped() {
     expect(&r, 11, "failed", "protected file bench.sh changed on disk"); // hash check before the bench
     expect(&r, 12, "failed", "incorrect: FAIL: compute 10 gave 42"); // fresh-seed test
     // Nothing was committed but the task as given.
-    assert_eq!(env.git(&["log", "--all", "--format=%s"]).lines().count(), 1);
+    let log = env.git(&["log", "--all", "--format=%s"]);
+    assert_eq!(log.lines().count(), 1, "{log}");
 }
 
 #[test]
