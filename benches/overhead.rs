@@ -5,6 +5,7 @@
 //! cargo bench --bench overhead [-- BUDGET]   (default 20 candidates)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use polymorph::engine::proposers::Strategy;
 use polymorph::engine::{RunOptions, run};
 use polymorph::record::{ProposerChoice, RunProposer, Store};
 use sandbox::{Isolation, Runner};
@@ -32,6 +33,8 @@ async fn main() {
         progress: true,
         warm_start: false,
         agent: None,
+        simulate: None,
+        strategy: Strategy::Model,
     };
     let started = std::time::Instant::now();
     let report = run(

@@ -52,6 +52,7 @@ fn main() {
         limit: None,
     };
     let settings = JudgeSettings {
+        screen_pairs: 2,
         min_pairs: 6,
         max_pairs: 20,
         confidence: 0.95,

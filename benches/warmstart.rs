@@ -12,6 +12,7 @@
 //! cargo bench --bench warmstart [-- SEEDS [COLD_BUDGET]]   (default 3 seeds, 30 candidates)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use polymorph::engine::proposers::Strategy;
 use polymorph::engine::{RunOptions, run};
 use polymorph::record::{ProposerChoice, RunProposer, Store};
 use sandbox::{Isolation, Runner};
@@ -31,6 +32,8 @@ fn opts(budget: usize, seed: u64, workload: Option<PathBuf>, warm: bool) -> RunO
         progress: false,
         warm_start: warm,
         agent: None,
+        simulate: None,
+        strategy: Strategy::Hill,
     }
 }
 

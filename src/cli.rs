@@ -1,6 +1,7 @@
 //! The command line: clap types only. Doc comments are the help text.
 
 use clap::{Args, Parser, Subcommand};
+use polymorph::engine::Strategy;
 use polymorph::measure::Verdict;
 use polymorph::record::ProposerChoice;
 use std::path::PathBuf;
@@ -58,6 +59,9 @@ pub enum Command {
     /// Install what a task's commands need once, with network access, so that they run
     /// offline: the pinned Python packages of its [python] requirements.
     Setup(SetupArgs),
+    /// Measure every assignment of a task's [params] (and the task as given and its hand-tuned
+    /// baseline) into a cache that `run --simulate` replays instead of running the task.
+    Record(RecordArgs),
     /// Scheduled runs, executed by `polymorph daemon`.
     Schedule {
         #[command(subcommand)]
@@ -119,9 +123,32 @@ pub struct RunArgs {
     /// Agent conversations in flight at once (benchmarks still run one at a time).
     #[arg(long, default_value_t = 1)]
     pub agent_concurrency: usize,
+    /// How search chooses assignments: model (learns from every measurement in the context),
+    /// hill (local moves around the incumbent) or random.
+    #[arg(long, default_value = "model")]
+    pub strategy: Strategy,
+    /// Replay this measurement cache (from `polymorph record`) instead of building, testing
+    /// and benchmarking: strategies compared in seconds, in a context of the cache's own.
+    #[arg(long, value_name = "CACHE")]
+    pub simulate: Option<PathBuf>,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    /// Directory holding task.toml.
+    pub task_dir: PathBuf,
+    /// The cache file (JSON) to write; an unfinished one is resumed.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Bench processes per tree.
+    #[arg(long, default_value_t = 5)]
+    pub samples: usize,
+    /// Use this workload file instead of the task's [context] workload.
+    #[arg(long)]
+    pub workload: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -4,12 +4,15 @@
 
 mod error;
 pub mod llm;
+mod model;
 mod prepend;
 mod replay;
 mod search;
+mod surrogate;
 
 pub use error::AgentError;
 
+pub use model::ModelProposer;
 pub use prepend::Prepend;
 pub use replay::ReplayProposer;
 pub use search::{ParamSpace, SearchProposer, params_key};
@@ -58,6 +61,15 @@ pub struct Usage {
     pub protocol: String,
 }
 
+/// One measured assignment in this context: the per-case medians of its samples and of the
+/// incumbent's in the same pairs (both empty when it never reached the bench).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observation {
+    pub params: Params,
+    pub candidate: BTreeMap<String, f64>,
+    pub incumbent: BTreeMap<String, f64>,
+}
+
 /// What a proposer may look at when choosing the next candidate.
 #[derive(Debug, Clone, Default)]
 pub struct ProposalContext {
@@ -72,6 +84,9 @@ pub struct ProposalContext {
     /// The incumbent's score and the hand-tuned baseline's, as last measured.
     pub incumbent_score: Option<f64>,
     pub reference_score: Option<f64>,
+    /// Every parameter assignment measured in this context, earlier runs included, oldest
+    /// first (filled only for proposers that ask for it).
+    pub observations: Vec<Observation>,
 }
 
 /// A source of candidates.
@@ -81,6 +96,10 @@ pub trait Proposer: Send {
     fn name(&self) -> &str;
     /// Whether `ProposalContext::history` should be filled (it costs queries).
     fn wants_history(&self) -> bool {
+        false
+    }
+    /// Whether `ProposalContext::observations` should be filled (it reads every sample).
+    fn wants_observations(&self) -> bool {
         false
     }
     /// The next candidate, or `None` when this proposer has nothing left to offer.

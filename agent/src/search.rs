@@ -25,7 +25,7 @@ pub fn params_key(params: &Params) -> String {
 
 /// The values each parameter may take, and the constraints an assignment must satisfy.
 pub struct ParamSpace {
-    values: BTreeMap<String, Vec<Value>>,
+    pub(crate) values: BTreeMap<String, Vec<Value>>,
     constraints: Vec<(String, String, Node<DefaultNumericTypes>)>,
 }
 
@@ -117,18 +117,51 @@ impl ParamSpace {
             .fold(1usize, |a, n| a.saturating_mul(n))
     }
 
-    fn random(&self, rng: &mut ChaCha8Rng) -> Params {
+    /// Every assignment that satisfies the constraints, in a fixed order.
+    pub fn all_valid(&self) -> Vec<Params> {
+        (0..self.size())
+            .map(|i| self.nth(i))
+            .filter(|p| self.invalid(p).is_none())
+            .collect()
+    }
+
+    /// Every valid assignment one knob away from `base` (any other declared value), and, where
+    /// that breaks a constraint, the repairs that also change one other knob.
+    pub(crate) fn neighbours(&self, base: &Params) -> Vec<Params> {
+        let mut out = Vec::new();
+        for (k, vals) in &self.values {
+            for v in vals.iter().filter(|v| base.get(k) != Some(*v)) {
+                let mut p = base.clone();
+                p.insert(k.clone(), v.clone());
+                if self.invalid(&p).is_none() {
+                    out.push(p);
+                    continue;
+                }
+                for (k2, vals2) in self.values.iter().filter(|(k2, _)| *k2 != k) {
+                    for v2 in vals2 {
+                        let mut q = p.clone();
+                        q.insert(k2.clone(), v2.clone());
+                        if self.invalid(&q).is_none() && !out.contains(&q) {
+                            out.push(q);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    pub(crate) fn random(&self, rng: &mut ChaCha8Rng) -> Params {
         self.values
             .iter()
             .map(|(k, v)| (k.clone(), v[rng.random_range(0..v.len())].clone()))
             .collect()
     }
 
-    /// One or two knobs of `base` stepped to a neighbouring declared value.
     /// One or two knobs of `base` stepped to a neighbouring declared value. A step that breaks
     /// a constraint is repaired by also changing one other knob to a value that satisfies it, so
     /// coupled knobs (a strategy that needs another setting) stay one move apart.
-    fn local(&self, base: &Params, rng: &mut ChaCha8Rng) -> Params {
+    pub(crate) fn local(&self, base: &Params, rng: &mut ChaCha8Rng) -> Params {
         let mut p = base.clone();
         let keys: Vec<&String> = self.values.keys().collect();
         let moves = if rng.random_bool(0.7) { 1 } else { 2 };
@@ -175,7 +208,7 @@ impl ParamSpace {
         }
     }
 
-    fn nth(&self, mut index: usize) -> Params {
+    pub(crate) fn nth(&self, mut index: usize) -> Params {
         let mut p = Params::new();
         for (k, v) in &self.values {
             p.insert(k.clone(), v[index % v.len()].clone());
@@ -185,24 +218,58 @@ impl ParamSpace {
     }
 }
 
+/// The hill-climber (local moves with some exploration) or pure random sampling.
 pub struct SearchProposer {
     space: ParamSpace,
     rng: ChaCha8Rng,
+    explore_rate: f64,
 }
 
 impl SearchProposer {
+    /// The hill-climber: local moves around the incumbent, 30% random draws.
     pub fn new(space: ParamSpace, seed: u64) -> Self {
         SearchProposer {
             space,
             rng: ChaCha8Rng::seed_from_u64(seed),
+            explore_rate: EXPLORE_RATE,
+        }
+    }
+
+    /// Random search: every proposal drawn uniformly from the untried valid assignments.
+    pub fn random(space: ParamSpace, seed: u64) -> Self {
+        SearchProposer {
+            explore_rate: 1.0,
+            ..Self::new(space, seed)
         }
     }
 
     fn fresh(&self, p: &Params, ctx: &ProposalContext) -> bool {
-        self.space.invalid(p).is_none()
-            && !ctx.tried_params.contains(&params_key(p))
-            && ctx.incumbent_params.as_ref() != Some(p)
+        fresh(&self.space, p, ctx)
     }
+}
+
+/// Valid, never measured in this context, and not the incumbent itself.
+pub(crate) fn fresh(space: &ParamSpace, p: &Params, ctx: &ProposalContext) -> bool {
+    space.invalid(p).is_none()
+        && !ctx.tried_params.contains(&params_key(p))
+        && ctx.incumbent_params.as_ref() != Some(p)
+}
+
+/// A fresh assignment found by walking the space from a random offset, when draws keep landing
+/// on tried points; `None` when none is left (or the space is too large to walk).
+pub(crate) fn sweep(
+    space: &ParamSpace,
+    ctx: &ProposalContext,
+    rng: &mut ChaCha8Rng,
+) -> Option<Params> {
+    let size = space.size();
+    if size > MAX_ENUMERATED {
+        return None;
+    }
+    let offset = rng.random_range(0..size);
+    (0..size)
+        .map(|i| space.nth((offset + i) % size))
+        .find(|p| fresh(space, p, ctx))
 }
 
 #[async_trait::async_trait]
@@ -215,7 +282,7 @@ impl Proposer for SearchProposer {
         let base = ctx.incumbent_params.clone();
         for _ in 0..MAX_DRAWS {
             let (p, how) = match &base {
-                Some(b) if !self.rng.random_bool(EXPLORE_RATE) => {
+                Some(b) if !self.rng.random_bool(self.explore_rate) => {
                     (self.space.local(b, &mut self.rng), "local")
                 }
                 _ => (self.space.random(&mut self.rng), "explore"),
@@ -230,23 +297,12 @@ impl Proposer for SearchProposer {
             }
         }
         // Draws keep landing on tried points: walk the space from a random offset.
-        let size = self.space.size();
-        if size > MAX_ENUMERATED {
-            return Ok(None);
-        }
-        let offset = self.rng.random_range(0..size);
-        for i in 0..size {
-            let p = self.space.nth((offset + i) % size);
-            if self.fresh(&p, ctx) {
-                return Ok(Some(Proposal {
-                    note: Some("sweep".into()),
-                    origin: "search(sweep)".into(),
-                    change: ProposedChange::Params(p),
-                    usage: None,
-                }));
-            }
-        }
-        Ok(None)
+        Ok(sweep(&self.space, ctx, &mut self.rng).map(|p| Proposal {
+            note: Some("sweep".into()),
+            origin: "search(sweep)".into(),
+            change: ProposedChange::Params(p),
+            usage: None,
+        }))
     }
 }
 

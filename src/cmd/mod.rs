@@ -8,6 +8,7 @@ mod context;
 mod history;
 mod output;
 mod query;
+mod record;
 mod review;
 mod run;
 mod schedule;
@@ -32,6 +33,7 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
         Command::Query(ref a) => query::query(&cli, a.clone()).await,
         Command::Context(ref a) => context::context(a.clone()),
         Command::Setup(ref a) => setup::setup(a),
+        Command::Record(ref a) => record::record(a, cancel),
         Command::Schedule { ref action } => schedule::schedule(&cli, action.clone()).await,
         Command::Daemon(ref a) => schedule::daemon(&cli, a.clone(), cancel).await,
         Command::Serve(ref a) => {

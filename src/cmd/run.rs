@@ -39,6 +39,8 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
         progress: true,
         warm_start: !a.no_warm_start,
         agent,
+        simulate: a.simulate,
+        strategy: a.strategy,
     };
     let _lock = LockFile::run(&cli.db)?;
     let store = Store::open(&cli.db).await?;

@@ -3,6 +3,7 @@
 //! daemon per runs.db; SIGTERM abandons the running evaluation cleanly and exits.
 
 use super::agent_host::AgentSettings;
+use super::proposers::Strategy;
 use super::run::{RunOptions, run};
 use super::schedule::{ScheduleState, When, due};
 use crate::record::store::{ScheduleRow, now};
@@ -141,6 +142,8 @@ async fn tick_one(
             1,
         )
         .ok(),
+        simulate: None,
+        strategy: Strategy::Model,
     };
     let status = match run(
         store,

@@ -1,8 +1,10 @@
 //! The harness: a task's commands run for one context, each in a fresh workspace per tree, with
 //! the hash check of harness-owned files before every command, build -> test (fresh seed), and
-//! bench processes one at a time on this machine, each one sample. Failures carry their stage
-//! and a reason a person can read.
+//! bench processes one at a time on this machine, each one sample (in a simulated run, recorded
+//! samples replayed and no task process at all). Failures carry their stage and a reason a
+//! person can read.
 
+use super::simulate::Simulation;
 use crate::measure::{Sample, parse_sample, same_cases};
 use crate::record::Stage;
 use crate::task::requires::gpu_devices;
@@ -69,6 +71,8 @@ pub struct Harness<'a> {
     /// Wall time spent in task processes (and waiting for the bench lock) since `take_times`.
     process_time: Duration,
     bench_time: Duration,
+    /// A recorded cache replayed instead of the task's processes (`run --simulate`).
+    sim: Option<Simulation>,
 }
 
 fn first_matching_line(text: &str, needles: &[&str]) -> Option<String> {
@@ -167,7 +171,13 @@ impl<'a> Harness<'a> {
             },
             process_time: Duration::ZERO,
             bench_time: Duration::ZERO,
+            sim: None,
         })
+    }
+
+    /// From now on, builds, tests and benchmarks are replayed from `sim`: no task process runs.
+    pub fn simulate(&mut self, sim: Simulation) {
+        self.sim = Some(sim);
     }
 
     pub(super) fn cancelled(&self) -> bool {
@@ -265,6 +275,12 @@ impl<'a> Harness<'a> {
                 .write_to(ws.path())
                 .map_err(|e| Failure::new(Stage::Build, e.to_string()))?;
         }
+        if let Some(sim) = &self.sim {
+            sim.prepare(self.task, &tree)?;
+            let outputs = Snapshot::of_dir(ws.path())
+                .map_err(|e| Failure::new(Stage::Build, e.to_string()))?;
+            return Ok(Built { ws, tree, outputs });
+        }
         if let Some(build) = self.task.commands.build.clone() {
             self.check_harness(ws.path(), None, Stage::Build)?;
             let out = self.run(&build, ws.path(), TreeAccess::Writable, Stage::Build)?;
@@ -288,6 +304,10 @@ impl<'a> Harness<'a> {
         stage: Stage,
     ) -> Result<(), Failure> {
         self.check_harness(dir, Some(outputs), stage)?;
+        if self.sim.is_some() {
+            // The recorded test passed (or `prepare` refused the tree).
+            return Ok(());
+        }
         let test = self.task.commands.test.clone();
         let out = self.run(&test, dir, TreeAccess::ReadOnly, stage)?;
         if !out.success() {
@@ -304,6 +324,13 @@ impl<'a> Harness<'a> {
     /// One bench process on `built`: one sample. Holds the machine-wide bench lock meanwhile.
     pub fn bench(&mut self, built: &Built) -> Result<Sample, Failure> {
         self.check_harness(built.ws.path(), Some(&built.outputs), Stage::Bench)?;
+        if let Some(sim) = &mut self.sim {
+            // The recorded seconds count as bench time, never as process time: polymorph's
+            // own overhead stays what it really was.
+            let (sample, seconds) = sim.bench(self.task, &built.tree)?;
+            self.bench_time += Duration::from_secs_f64(seconds);
+            return Ok(sample);
+        }
         let lock = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)

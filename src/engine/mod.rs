@@ -10,14 +10,18 @@ pub mod digest;
 pub mod evaluate;
 pub mod harness;
 pub mod ledger_sync;
+mod observations;
 pub mod proposers;
+pub mod record_cache;
 pub mod report;
 pub mod run;
 pub mod schedule;
+pub mod simulate;
 pub mod warm_start;
 
 pub use evaluate::{Evaluation, tree_diff};
 pub use harness::{Built, Failure, Harness};
+pub use proposers::Strategy;
 pub use report::RunReport;
 pub use run::{RunOptions, run};
 

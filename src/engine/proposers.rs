@@ -2,11 +2,26 @@
 //! absolute (a resumed run reads the same file), and the proposer built for the run.
 
 use super::agent_host::{AgentProposer, AgentSettings, ENV_API_KEY, ENV_BASE_URL};
+use super::run::RunOptions;
+use crate::measure::Direction;
+use crate::measure::text_enum::text_enum;
 use crate::record::{ProposerChoice, RunProposer};
 use crate::task::{Fingerprint, Resolved, Task};
-use agent::{Proposer, ReplayProposer, SearchProposer};
+use agent::{ModelProposer, Proposer, ReplayProposer, SearchProposer};
 use anyhow::{Context as _, Result, bail};
 use sandbox::{CancelFlag, Runner};
+
+text_enum! {
+    /// How the search proposer chooses assignments.
+    pub enum Strategy {
+        /// A Tree-structured Parzen Estimator over every measurement in the context.
+        Model = "model",
+        /// Local moves around the incumbent with 30% random draws.
+        Hill = "hill",
+        /// Uniform draws over the untried assignments.
+        Random = "random",
+    }
+}
 
 /// The proposer a run uses for `choice`; fails with what to do when none fits the task.
 pub fn resolve_proposer(
@@ -73,8 +88,9 @@ pub fn make_proposer<'a>(
     cancel: CancelFlag,
     seed: u64,
     done: usize,
-    agent: Option<&AgentSettings>,
+    opts: &RunOptions,
 ) -> Result<Box<dyn Proposer + 'a>> {
+    let (agent, strategy) = (opts.agent.as_ref(), opts.strategy);
     let task = &r.task;
     match proposer {
         RunProposer::Replay(file) => {
@@ -98,7 +114,16 @@ pub fn make_proposer<'a>(
         RunProposer::Search => {
             let spec = task.params.as_ref().context("task has no [params]")?;
             let space = agent::ParamSpace::new(spec.values.clone(), &spec.constraints)?;
-            Ok(Box::new(SearchProposer::new(space, seed)))
+            Ok(match strategy {
+                Strategy::Model => Box::new(ModelProposer::new(
+                    space,
+                    seed,
+                    task.metric.direction == Direction::Maximize,
+                    task.metric.case_tolerance,
+                )),
+                Strategy::Hill => Box::new(SearchProposer::new(space, seed)),
+                Strategy::Random => Box::new(SearchProposer::random(space, seed)),
+            })
         }
     }
 }

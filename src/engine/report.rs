@@ -4,10 +4,9 @@
 use super::evaluate::Evaluation;
 use super::harness::{Built, Harness};
 use crate::measure::{Direction, Summary, log_gain, median_score, pct};
-use crate::record::{CommitId, Ledger, RunProposer, RunStatus};
+use crate::record::{CommitId, Ledger, RunProposer, RunStatus, Store};
 use crate::task::Resolved;
-use anyhow::Result;
-use sandbox::{CancelFlag, Runner};
+use anyhow::{Context as _, Result};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -109,12 +108,10 @@ pub fn commit_message(r: &Resolved, why: &Provenance<'_>, reason: &str, s: &Summ
 pub fn final_measurement(
     r: &Resolved,
     ledger: &Ledger,
-    runner: &Runner,
-    cancel: CancelFlag,
+    mut h: Harness<'_>,
     best: CommitId,
     report: &mut RunReport,
 ) -> Result<()> {
-    let mut h = Harness::new(&r.task, &r.source, runner, cancel, r.workload.as_ref())?;
     let best_tree = ledger.read_tree(best)?;
     // A run that accepted nothing ends where it started: that tree is measured once.
     let best_is_start = best_tree == r.source;
@@ -139,4 +136,37 @@ pub fn final_measurement(
     report.best_score = Some(scores[usize::from(!best_is_start)]);
     report.hand_tuned_score = r.hand_tuned.as_ref().and_then(|_| scores.last().copied());
     Ok(())
+}
+
+/// The task as given and the hand-tuned baseline, measured once per run (a resumed run reuses
+/// the figures recorded by its first attempt).
+pub(super) async fn references(
+    store: &Store,
+    r: &Resolved,
+    harness: &mut Harness<'_>,
+    run_id: i64,
+) -> Result<(Option<f64>, Option<f64>)> {
+    let run_row = store.run(run_id).await?.context("run row vanished")?;
+    if let (Some(s), h) = (run_row.start_score, run_row.hand_tuned_score)
+        && (h.is_some() || r.task.hand_tuned.is_none())
+    {
+        return Ok((Some(s), h));
+    }
+    let start = tokio::task::block_in_place(|| harness.prepare(r.source.clone()))
+        .map_err(|f| anyhow::anyhow!("the task as given does not pass: {}", f.reason))?;
+    let hand = match r.hand_tuned.clone() {
+        Some(t) => Some(
+            tokio::task::block_in_place(|| harness.prepare(t)).map_err(|f| {
+                anyhow::anyhow!("the hand-tuned baseline does not pass: {}", f.reason)
+            })?,
+        ),
+        None => None,
+    };
+    let mut trees = vec![&start];
+    trees.extend(hand.as_ref());
+    let samples = tokio::task::block_in_place(|| harness.measure(&trees, REFERENCE_ROUNDS))?;
+    let s = Some(median_score(&samples[0]));
+    let h = samples.get(1).map(|x| median_score(x));
+    store.set_references(run_id, s, h).await?;
+    Ok((s, h))
 }

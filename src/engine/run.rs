@@ -7,13 +7,15 @@ use super::agent_host::AgentSettings;
 use super::evaluate::Evaluation;
 use super::harness::{Built, Harness};
 use super::ledger_sync::sync_ledger;
-use super::proposers::{make_proposer, resolve_proposer};
+use super::observations::observations;
+use super::proposers::{Strategy, make_proposer, resolve_proposer};
 use super::report::{
-    Progress, Provenance, REFERENCE_ROUNDS, RunReport, commit_message, final_measurement,
-    overhead_ms, ratio,
+    Progress, Provenance, RunReport, commit_message, final_measurement, overhead_ms, ratio,
+    references,
 };
+use super::simulate::{harness, simulated};
 use super::warm_start::warm_start;
-use crate::measure::{Judge, Verdict, median_score};
+use crate::measure::{Judge, Verdict};
 use crate::record::store::NewEntry;
 use crate::record::{CommitId, Ledger, ProposerChoice, RunProposer, RunStatus, Store};
 use crate::task::{Resolved, resolve};
@@ -36,6 +38,11 @@ pub struct RunOptions {
     pub warm_start: bool,
     /// The LLM agent's settings, for `--proposer agent` (and `auto` when an endpoint is set).
     pub agent: Option<AgentSettings>,
+    /// Replay this recorded measurement cache instead of running the task's processes; the
+    /// run's context names the cache, so its results never mix with measured ones.
+    pub simulate: Option<PathBuf>,
+    /// How the search proposer chooses assignments.
+    pub strategy: Strategy,
 }
 
 /// The run row this attempt works in: new, or an interrupted one resumed.
@@ -103,8 +110,15 @@ pub async fn run(
     runner: &Runner,
     cancel: CancelFlag,
 ) -> Result<RunReport> {
-    let r = resolve(task_dir, opts.workload.as_deref())?;
-    r.check_requirements()?;
+    let mut r = resolve(task_dir, opts.workload.as_deref())?;
+    let cache = match &opts.simulate {
+        Some(path) => Some(simulated(&mut r, path)?),
+        None => {
+            r.check_requirements()?;
+            None
+        }
+    };
+    let r = r;
     let task = &r.task;
     let chosen = resolve_proposer(&opts.proposer, task, opts.agent.as_ref())?;
     let ledger = Ledger::open_or_init(ledger_path)?;
@@ -125,9 +139,10 @@ pub async fn run(
         cancel.clone(),
         at.seed.wrapping_add(at.done as u64),
         at.done,
-        opts.agent.as_ref(),
+        opts,
     )?;
     if opts.warm_start
+        && cache.is_none()
         && store
             .candidates_in_context(&task.name, &r.context_id)
             .await?
@@ -144,11 +159,12 @@ pub async fn run(
         proposer = Box::new(agent::Prepend::new(warm, proposer));
     }
     let outcome = async {
+        let harness = harness(&r, runner, cancel.clone(), cache.as_ref(), at.seed)?;
         let mut lp = Loop::start(
             store,
             &ledger,
             &r,
-            runner,
+            harness,
             cancel.clone(),
             &at,
             entry,
@@ -171,14 +187,14 @@ pub async fn run(
     let mut report = report(store, &r, &at, chosen, status, message).await?;
     if status == RunStatus::Finished {
         // The run is over and recorded: a stop during the reference figures costs only them.
-        let measured = final_measurement(
+        let h = harness(
             &r,
-            &ledger,
             runner,
             cancel.clone(),
-            best_commit,
-            &mut report,
-        );
+            cache.as_ref(),
+            at.seed.wrapping_add(1),
+        )?;
+        let measured = final_measurement(&r, &ledger, h, best_commit, &mut report);
         match measured {
             Err(_) if cancel.load(Ordering::SeqCst) => {
                 report.message = Some(
@@ -252,15 +268,13 @@ impl<'a> Loop<'a> {
         store: &'a Store,
         ledger: &'a Ledger,
         r: &'a Resolved,
-        runner: &'a Runner,
+        mut harness: Harness<'a>,
         cancel: CancelFlag,
         at: &Attempt,
         incumbent_entry: i64,
         incumbent_commit: CommitId,
     ) -> Result<Loop<'a>> {
         let task = &r.task;
-        let mut harness =
-            Harness::new(task, &r.source, runner, cancel.clone(), r.workload.as_ref())?;
         let tree = ledger.read_tree(incumbent_commit)?;
         let incumbent = tokio::task::block_in_place(|| harness.prepare(tree)).map_err(|f| {
             anyhow::anyhow!(
@@ -310,7 +324,9 @@ impl<'a> Loop<'a> {
             if self.cancel.load(Ordering::SeqCst) {
                 return Ok(Some(format!("interrupted after {} candidates", k - 1)));
             }
-            let ctx = self.proposal_context(proposer.wants_history()).await?;
+            let ctx = self
+                .proposal_context(proposer.wants_history(), proposer.wants_observations())
+                .await?;
             let next = proposer.next(&ctx).await;
             if self.cancel.load(Ordering::SeqCst) {
                 // Whatever the proposer was doing (a model request in flight) was abandoned.
@@ -380,7 +396,11 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 
-    async fn proposal_context(&self, with_history: bool) -> Result<ProposalContext> {
+    async fn proposal_context(
+        &self,
+        with_history: bool,
+        with_observations: bool,
+    ) -> Result<ProposalContext> {
         let task = &self.r.task;
         let history = if with_history {
             super::digest::digest(self.store, &task.name).await?
@@ -400,6 +420,11 @@ impl<'a> Loop<'a> {
             history,
             incumbent_score: self.best_score,
             reference_score: self.hand_score,
+            observations: if with_observations {
+                observations(self.store, &task.name, &self.r.context_id).await?
+            } else {
+                Vec::new()
+            },
         })
     }
 
@@ -453,37 +478,4 @@ impl<'a> Loop<'a> {
         self.incumbent_params = task.params_of(&built.tree);
         Ok(())
     }
-}
-
-/// The task as given and the hand-tuned baseline, measured once per run (a resumed run reuses
-/// the figures recorded by its first attempt).
-async fn references(
-    store: &Store,
-    r: &Resolved,
-    harness: &mut Harness<'_>,
-    run_id: i64,
-) -> Result<(Option<f64>, Option<f64>)> {
-    let run_row = store.run(run_id).await?.context("run row vanished")?;
-    if let (Some(s), h) = (run_row.start_score, run_row.hand_tuned_score)
-        && (h.is_some() || r.task.hand_tuned.is_none())
-    {
-        return Ok((Some(s), h));
-    }
-    let start = tokio::task::block_in_place(|| harness.prepare(r.source.clone()))
-        .map_err(|f| anyhow::anyhow!("the task as given does not pass: {}", f.reason))?;
-    let hand = match r.hand_tuned.clone() {
-        Some(t) => Some(
-            tokio::task::block_in_place(|| harness.prepare(t)).map_err(|f| {
-                anyhow::anyhow!("the hand-tuned baseline does not pass: {}", f.reason)
-            })?,
-        ),
-        None => None,
-    };
-    let mut trees = vec![&start];
-    trees.extend(hand.as_ref());
-    let samples = tokio::task::block_in_place(|| harness.measure(&trees, REFERENCE_ROUNDS))?;
-    let s = Some(median_score(&samples[0]));
-    let h = samples.get(1).map(|x| median_score(x));
-    store.set_references(run_id, s, h).await?;
-    Ok((s, h))
 }

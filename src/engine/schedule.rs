@@ -145,6 +145,7 @@ mod tests {
             workload_sha256: workload.into(),
             model: String::new(),
             harness_sha256: "h".into(),
+            simulation: String::new(),
         }
     }
 

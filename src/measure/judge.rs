@@ -6,6 +6,7 @@
 
 use super::metric::{JudgeSettings, Metric, log_gain, pct, pct_interval};
 use super::sample::Sample;
+use super::screen::screened_out;
 use super::sequential::level_at;
 use super::stats::{Interval, median, signed_rank_interval, signed_rank_interval_tails};
 use super::text_enum::text_enum;
@@ -92,25 +93,37 @@ impl Judge<'_> {
                 ),
             };
         }
+        // Before the sequential design has enough pairs: an interval at whatever level the
+        // pairs reach, else the median alone.
+        let early = |verdict, reason| {
+            let at = median(&gains);
+            Decision::Done {
+                verdict,
+                reason,
+                summary: Summary {
+                    gain: signed_rank_interval(&gains, self.settings.confidence).unwrap_or(
+                        Interval {
+                            estimate: at,
+                            low: at,
+                            high: at,
+                            confidence: 0.0,
+                        },
+                    ),
+                    incumbent_score: median(&inc_scores),
+                    candidate_score: median(&cand_scores),
+                    pairs: n,
+                },
+            }
+        };
         if let Some(why) = self.above_limit(pairs) {
-            let summary = Summary {
-                gain: signed_rank_interval(&gains, self.settings.confidence).unwrap_or(Interval {
-                    estimate: 0.0,
-                    low: 0.0,
-                    high: 0.0,
-                    confidence: 0.0,
-                }),
-                incumbent_score: median(&inc_scores),
-                candidate_score: median(&cand_scores),
-                pairs: n,
-            };
-            return Decision::Done {
-                verdict: Verdict::Quarantined,
-                reason: why,
-                summary,
-            };
+            return early(Verdict::Quarantined, why);
         }
         if n < self.settings.min_pairs.min(self.settings.max_pairs) {
+            if n == self.settings.screen_pairs
+                && let Some(reason) = screened_out(self.metric, pairs, &gains)
+            {
+                return early(Verdict::Rejected, reason);
+            }
             return Decision::Continue;
         }
         let Some(gain) = signed_rank_interval(&gains, self.settings.confidence) else {
@@ -270,6 +283,7 @@ mod tests {
 
     fn settings() -> JudgeSettings {
         JudgeSettings {
+            screen_pairs: 0,
             min_pairs: 6,
             max_pairs: 20,
             confidence: 0.95,

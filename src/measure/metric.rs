@@ -33,6 +33,10 @@ pub struct Metric {
 /// How many pairs the judge may look at, and at which confidence it decides.
 #[derive(Debug, Clone)]
 pub struct JudgeSettings {
+    /// After this many pairs (fewer than `min_pairs`; 0 = never), a candidate that no pair showed
+    /// `min_gain` better, or that lost beyond `case_tolerance` on one case in every pair, is
+    /// rejected without the rest: screening only ever rejects early, never accepts.
+    pub screen_pairs: usize,
     pub min_pairs: usize,
     pub max_pairs: usize,
     pub confidence: f64,

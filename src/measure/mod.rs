@@ -6,6 +6,7 @@ pub mod judge;
 pub mod metric;
 pub mod plot;
 pub mod sample;
+pub mod screen;
 pub mod sequential;
 pub mod stats;
 pub(crate) mod text_enum;

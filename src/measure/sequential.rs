@@ -136,6 +136,7 @@ mod tests {
 
     fn settings(min: usize, max: usize, confidence: f64) -> JudgeSettings {
         JudgeSettings {
+            screen_pairs: 0,
             min_pairs: min,
             max_pairs: max,
             confidence,

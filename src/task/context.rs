@@ -30,6 +30,10 @@ pub struct Fingerprint {
     pub model: String,
     /// Hash over the task's harness-owned files: editing the bench or the check is a new context.
     pub harness_sha256: String,
+    /// The sha256 of the measurement cache a simulated run replays (`run --simulate`): its
+    /// results never share a context with measured ones. Empty for real runs.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub simulation: String,
 }
 
 impl Fingerprint {
@@ -220,5 +224,6 @@ pub fn fingerprint(
         workload_sha256: sha,
         model: task.model.clone(),
         harness_sha256: sha256_hex(harness.as_bytes()),
+        simulation: String::new(),
     })
 }

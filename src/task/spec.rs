@@ -21,6 +21,8 @@ const DEFAULT_PLAUSIBLE_FACTOR: f64 = 10.0;
 const DEFAULT_CASE_TOLERANCE: f64 = 0.05;
 /// Fewest benchmark pairs before any verdict: with 6 pairs the signed-rank interval can reach 95%.
 const DEFAULT_MIN_PAIRS: usize = 6;
+/// Pairs after which a candidate with no sign of the gain is dropped (see `JudgeSettings`).
+const DEFAULT_SCREEN_PAIRS: usize = 2;
 /// Most benchmark pairs before an unclear candidate is rejected as inconclusive.
 const DEFAULT_MAX_PAIRS: usize = 20;
 /// Smallest gain worth accepting when a task names none: 2%.
@@ -138,6 +140,7 @@ struct RawContext {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawJudge {
+    screen_pairs: Option<usize>,
     min_pairs: Option<usize>,
     max_pairs: Option<usize>,
     confidence: Option<f64>,
@@ -375,6 +378,7 @@ fn metric(file: &Path, raw: RawMetric) -> Result<Metric> {
 fn judge(file: &Path, raw: RawJudge) -> Result<JudgeSettings> {
     let f = file.display();
     let judge = JudgeSettings {
+        screen_pairs: raw.screen_pairs.unwrap_or(DEFAULT_SCREEN_PAIRS),
         min_pairs: raw.min_pairs.unwrap_or(DEFAULT_MIN_PAIRS),
         max_pairs: raw.max_pairs.unwrap_or(DEFAULT_MAX_PAIRS),
         confidence: raw.confidence.unwrap_or(DEFAULT_CONFIDENCE),
@@ -384,6 +388,13 @@ fn judge(file: &Path, raw: RawJudge) -> Result<JudgeSettings> {
             "{f}: judge.min_pairs = {}, judge.max_pairs = {}: need 6 <= min_pairs <= max_pairs <= 200",
             judge.min_pairs,
             judge.max_pairs
+        );
+    }
+    if judge.screen_pairs >= judge.min_pairs {
+        bail!(
+            "{f}: judge.screen_pairs = {}: screening must end before min_pairs ({}); 0 turns it off",
+            judge.screen_pairs,
+            judge.min_pairs
         );
     }
     if !(0.5..1.0).contains(&judge.confidence) {

@@ -16,5 +16,6 @@ mod review;
 mod run_cli;
 mod serve;
 mod serving;
+mod simulate;
 mod trust;
 mod trust_records;

@@ -1,7 +1,10 @@
 //! Candidates in runs.db: recording an evaluation (candidate, evaluation, samples and entry) in
 //! one transaction, reading one back, and what the proposers and the digest learn from them.
 
-use super::{CandidateRow, LossRow, NewEntry, NewEvaluation, SampleRow, Store, Tx, WinRow, now};
+use super::{
+    CandidateRow, LossRow, NewEntry, NewEvaluation, ParamsSampleRow, SampleRow, Store, Tx, WinRow,
+    now,
+};
 use anyhow::Result;
 use std::collections::HashSet;
 
@@ -35,6 +38,26 @@ impl Store {
                 .fetch_all(&self.pool)
                 .await?;
         Ok(keys.into_iter().collect())
+    }
+
+    /// Every sample of every parameter assignment measured in a context, oldest candidate first:
+    /// (candidate id, payload, side, case, value); one row with no sample for an assignment
+    /// that never reached the bench.
+    pub async fn params_samples(
+        &self,
+        task: &str,
+        context_id: &str,
+    ) -> Result<Vec<ParamsSampleRow>> {
+        Ok(sqlx::query_as(
+            "SELECT c.id, c.payload, s.side, s.case_name, s.value
+             FROM candidates c LEFT JOIN samples s ON s.candidate_id = c.id
+             WHERE c.task = ? AND c.context_id = ? AND c.params_key IS NOT NULL
+             ORDER BY c.id",
+        )
+        .bind(task)
+        .bind(context_id)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     /// Accepted entries of a task not rejected by a reviewer, biggest gain first.

@@ -149,6 +149,16 @@ pub struct SampleRow {
     pub value: f64,
 }
 
+/// One sample of a parameter assignment, for the model-based search (`Store::params_samples`).
+#[derive(Debug, Clone, FromRow)]
+pub struct ParamsSampleRow {
+    pub id: i64,
+    pub payload: String,
+    pub side: Option<SampleSide>,
+    pub case_name: Option<String>,
+    pub value: Option<f64>,
+}
+
 /// An accepted entry as the history digest quotes it.
 #[derive(Debug, Clone, FromRow)]
 pub struct WinRow {

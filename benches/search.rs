@@ -1,0 +1,208 @@
+//! Compares search strategies on a recorded cache of matmul-c's whole parameter space (5 bench
+//! processes per assignment, per case), replayed through the real loop and judge (`run
+//! --simulate`): for each strategy and seed, the bench processes spent until the exhaustive best
+//! is first evaluated and until it is the accepted incumbent, and the final incumbent's true
+//! score (its mean over the cache) as a share of the best's.
+//!
+//! cargo bench --bench search [-- SEEDS [BUDGET [CACHE]]]   (default 20 seeds, 50 candidates,
+//! benches/data/matmul-c-decode.json)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use polymorph::engine::simulate::Cache;
+use polymorph::engine::{RunOptions, Strategy, run};
+use polymorph::measure::{geomean, median};
+use polymorph::record::{ProposerChoice, RunProposer, Store};
+use sandbox::{Isolation, Runner};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// What one seeded run of one strategy did.
+struct Outcome {
+    /// Bench processes (both sides of every pair) up to and including the best's evaluation.
+    to_evaluate: Option<usize>,
+    /// The same, up to the candidate whose acceptance made the best the incumbent.
+    to_accept: Option<usize>,
+    /// Bench processes of the whole run (proposals only; the reference figures are apart).
+    total: usize,
+    /// The final incumbent's true score over the best's.
+    quality: f64,
+    repeats: usize,
+}
+
+/// The landscape every run is scored on: the cache and task, and each assignment's true score.
+struct Bench {
+    task: PathBuf,
+    cache: PathBuf,
+    workload: PathBuf,
+    truth: BTreeMap<String, f64>,
+    best_key: String,
+}
+
+async fn one(b: &Bench, strategy: Strategy, seed: u64, budget: usize) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("runs.db")).await.unwrap();
+    let opts = RunOptions {
+        proposer: ProposerChoice::Given(RunProposer::Search),
+        budget,
+        seed: Some(seed),
+        workload: Some(b.workload.clone()),
+        progress: false,
+        warm_start: false,
+        agent: None,
+        simulate: Some(b.cache.clone()),
+        strategy,
+    };
+    let runner = Runner::new(Isolation::detect(""));
+    let cancel = Arc::new(AtomicBool::new(false));
+    let report = run(
+        &store,
+        &dir.path().join("ledger"),
+        &b.task,
+        &opts,
+        &runner,
+        cancel,
+    )
+    .await
+    .unwrap();
+    let (_, rows) = store
+        .query_readonly(&format!(
+            "SELECT c.params_key, e.pairs, e.verdict FROM candidates c JOIN evaluations e ON e.candidate_id = c.id \
+             WHERE c.run_id = {} ORDER BY c.seq",
+            report.run_id
+        ))
+        .await
+        .unwrap();
+    let (mut spent, mut to_evaluate, mut to_accept) = (0, None, None);
+    let mut seen = HashSet::new();
+    let mut repeats = 0;
+    for r in &rows {
+        let key = r[0].as_str().unwrap_or_default();
+        spent += 2 * r[1].as_i64().unwrap_or(0) as usize;
+        repeats += usize::from(!seen.insert(key.to_string()));
+        if key == b.best_key {
+            to_evaluate.get_or_insert(spent);
+            if r[2].as_str() == Some("accepted") {
+                to_accept.get_or_insert(spent);
+            }
+        }
+    }
+    let (_, best) = store
+        .query_readonly(&format!(
+            "SELECT params FROM ledger_entries WHERE id = {}",
+            report.best_entry.unwrap()
+        ))
+        .await
+        .unwrap();
+    let final_key = best[0][0].as_str().unwrap_or_default();
+    Outcome {
+        to_evaluate,
+        to_accept,
+        total: spent,
+        quality: b.truth.get(final_key).copied().unwrap_or(0.0) / b.truth[&b.best_key],
+        repeats,
+    }
+}
+
+fn med(xs: &[usize]) -> String {
+    if xs.is_empty() {
+        return "-".into();
+    }
+    format!(
+        "{:.0}",
+        median(&xs.iter().map(|x| *x as f64).collect::<Vec<_>>())
+    )
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let seeds: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(20);
+    let budget: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(50);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cache_path = args
+        .get(2)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("benches/data/matmul-c-decode.json"));
+    let task = root.join("tasks/matmul-c");
+    let cache = Cache::load(&cache_path).unwrap();
+    // The true score of every assignment: the geometric mean over cases of its mean samples.
+    let truth: BTreeMap<String, f64> = cache
+        .trees
+        .iter()
+        .filter(|t| t.failed.is_none())
+        .filter_map(|t| {
+            let key = polymorph::engine::simulate::params_key_of(t)?;
+            Some((key, geomean(t.case_means().values().copied())))
+        })
+        .collect();
+    let (best_key, best) = truth
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(k, v)| (k.clone(), *v))
+        .unwrap();
+    let near = truth.values().filter(|v| **v >= 0.95 * best).count();
+    println!(
+        "search benchmark: {} ({} assignments, {} samples each, recorded on {}); the best {best_key} at {best:.3} {}, {near} within 95% of it",
+        cache_path.file_name().unwrap().to_string_lossy(),
+        truth.len(),
+        cache.samples_per_tree,
+        cache.machine,
+        cache.metric
+    );
+    println!(
+        "{seeds} seeds x {budget} candidates per strategy, through the real loop and judge (simulated benches)"
+    );
+    println!(
+        "{:<8} {:>12} {:>14} {:>14} {:>12} {:>10} {:>10} {:>8}",
+        "strategy",
+        "best found",
+        "procs to eval",
+        "procs to accept",
+        "incumbent",
+        "quality",
+        "worst q",
+        "repeats"
+    );
+    let bench = Bench {
+        workload: task.join(&cache.workload),
+        task,
+        cache: cache_path,
+        truth,
+        best_key,
+    };
+    for strategy in [Strategy::Hill, Strategy::Random, Strategy::Model] {
+        let started = std::time::Instant::now();
+        let mut outcomes = Vec::new();
+        for seed in 0..seeds {
+            outcomes.push(one(&bench, strategy, seed, budget).await);
+        }
+        let eval: Vec<usize> = outcomes.iter().filter_map(|o| o.to_evaluate).collect();
+        let acc: Vec<usize> = outcomes.iter().filter_map(|o| o.to_accept).collect();
+        let quality: Vec<f64> = outcomes.iter().map(|o| o.quality).collect();
+        let is_best = outcomes.iter().filter(|o| o.quality >= 1.0).count();
+        println!(
+            "{:<8} {:>12} {:>14} {:>14} {:>12} {:>10.3} {:>10.3} {:>8}   ({:.0} procs a run, {:.1} s)",
+            strategy.as_str(),
+            format!("{}/{seeds}", eval.len()),
+            med(&eval),
+            med(&acc),
+            format!("{is_best}/{seeds}"),
+            median(&quality),
+            quality.iter().copied().fold(f64::INFINITY, f64::min),
+            outcomes.iter().map(|o| o.repeats).sum::<usize>(),
+            median(&outcomes.iter().map(|o| o.total as f64).collect::<Vec<_>>()),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    println!(
+        "best found: seeds that evaluated the best; procs: median bench processes (both sides of every pair) until then, over those seeds;"
+    );
+    println!(
+        "incumbent: seeds ending with the best accepted; quality: the final incumbent's true score over the best's (median, worst)"
+    );
+}

@@ -1,0 +1,58 @@
+//! What the model-based search learns from: every parameter assignment measured in a context,
+//! earlier runs included, as per-case medians of its samples and of the incumbent's beside them.
+
+use crate::measure::{SampleSide, median};
+use crate::record::Store;
+use agent::{Observation, Params};
+use anyhow::Result;
+use std::collections::BTreeMap;
+
+/// Values per (side, case) of one candidate while its rows are read.
+#[derive(Default)]
+struct Gathered {
+    params: Params,
+    candidate: BTreeMap<String, Vec<f64>>,
+    incumbent: BTreeMap<String, Vec<f64>>,
+}
+
+fn medians(values: BTreeMap<String, Vec<f64>>) -> BTreeMap<String, f64> {
+    values.into_iter().map(|(c, v)| (c, median(&v))).collect()
+}
+
+/// The observations of a task's context, oldest first.
+pub async fn observations(store: &Store, task: &str, context_id: &str) -> Result<Vec<Observation>> {
+    let rows = store.params_samples(task, context_id).await?;
+    let mut order: Vec<i64> = Vec::new();
+    let mut by_id: BTreeMap<i64, Gathered> = BTreeMap::new();
+    for row in rows {
+        let g = by_id.entry(row.id).or_insert_with(|| {
+            order.push(row.id);
+            let params = serde_json::from_str::<serde_json::Value>(&row.payload)
+                .ok()
+                .and_then(|v| serde_json::from_value(v.get("params")?.clone()).ok())
+                .unwrap_or_default();
+            Gathered {
+                params,
+                ..Gathered::default()
+            }
+        });
+        let (Some(side), Some(case), Some(value)) = (row.side, row.case_name, row.value) else {
+            continue;
+        };
+        let into = match side {
+            SampleSide::Candidate => &mut g.candidate,
+            SampleSide::Incumbent => &mut g.incumbent,
+        };
+        into.entry(case).or_default().push(value);
+    }
+    Ok(order
+        .into_iter()
+        .filter_map(|id| by_id.remove(&id))
+        .filter(|g| !g.params.is_empty())
+        .map(|g| Observation {
+            params: g.params,
+            candidate: medians(g.candidate),
+            incumbent: medians(g.incumbent),
+        })
+        .collect())
+}

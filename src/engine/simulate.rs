@@ -1,0 +1,258 @@
+//! Simulation: a recorded cache of bench samples (every tree of a task's parameter space, several
+//! samples each, per case) replayed instead of the task's processes, so strategies run through
+//! the real loop and judge in seconds. The cache names the task, workload and harness it was
+//! recorded for; a run refuses one that does not match.
+
+use super::harness::{Failure, Harness};
+use crate::measure::Sample;
+use crate::record::Stage;
+use crate::task::{Resolved, Task, branch_name};
+use agent::{Params, params_key};
+use anyhow::{Context as _, Result, bail};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sandbox::{CancelFlag, FileTree, Runner, sha256_hex};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Version of the cache format written by `polymorph record`.
+pub const CACHE_FORMAT: u32 = 1;
+
+/// One bench process as recorded: its wall time and what it printed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecordedSample {
+    pub seconds: f64,
+    pub cases: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<f64>,
+}
+
+/// One tree: the task as given, its hand-tuned baseline, or a parameter assignment.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecordedTree {
+    /// `tree_key` of the tree.
+    pub key: String,
+    /// `start`, `hand_tuned` or `params`.
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Params>,
+    /// Why it did not build or pass its test, when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+    pub samples: Vec<RecordedSample>,
+}
+
+impl RecordedTree {
+    /// The mean over its samples of each case: the tree's "true" figures in the simulation.
+    pub fn case_means(&self) -> BTreeMap<String, f64> {
+        let mut sums: BTreeMap<String, f64> = BTreeMap::new();
+        for s in &self.samples {
+            for (c, v) in &s.cases {
+                *sums.entry(c.clone()).or_default() += v;
+            }
+        }
+        let n = self.samples.len().max(1) as f64;
+        sums.into_iter().map(|(c, v)| (c, v / n)).collect()
+    }
+}
+
+/// A whole recorded cache, as written to disk (JSON).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cache {
+    pub format: u32,
+    pub task: String,
+    pub metric: String,
+    /// The machine it was recorded on (`cpu_model, cores`), for people.
+    pub machine: String,
+    pub workload: String,
+    pub workload_sha256: String,
+    pub harness_sha256: String,
+    pub samples_per_tree: usize,
+    pub trees: Vec<RecordedTree>,
+}
+
+impl Cache {
+    /// A new, empty cache for the resolved task.
+    pub fn for_task(r: &Resolved, samples_per_tree: usize) -> Self {
+        let f = &r.fingerprint;
+        Cache {
+            format: CACHE_FORMAT,
+            task: r.task.name.clone(),
+            metric: r.task.metric.name.clone(),
+            machine: format!("{}, {} cores", f.cpu_model, f.cpu_cores),
+            workload: f.workload.clone(),
+            workload_sha256: f.workload_sha256.clone(),
+            harness_sha256: f.harness_sha256.clone(),
+            samples_per_tree,
+            trees: Vec::new(),
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the cache {}", path.display()))?;
+        let cache: Cache = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a measurement cache written by `polymorph record`",
+                path.display()
+            )
+        })?;
+        if cache.format != CACHE_FORMAT {
+            bail!(
+                "{}: cache format {} (this polymorph reads {CACHE_FORMAT}); record it again",
+                path.display(),
+                cache.format
+            );
+        }
+        Ok(cache)
+    }
+
+    /// Writes the cache whole: to a temporary file beside it, then renamed over it.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension("partial");
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(&tmp, text + "\n").with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Fails, saying what differs, unless the cache was recorded for this task as resolved.
+    pub fn check_matches(&self, r: &Resolved, path: &Path) -> Result<()> {
+        let f = &r.fingerprint;
+        let what = if self.task != r.task.name {
+            format!("task {} (this is {})", self.task, r.task.name)
+        } else if self.workload_sha256 != f.workload_sha256 {
+            format!("another workload ({})", self.workload)
+        } else if self.harness_sha256 != f.harness_sha256 {
+            "other harness files (the bench, check or build changed since)".to_string()
+        } else if self.metric != r.task.metric.name {
+            format!("metric {}", self.metric)
+        } else {
+            return Ok(());
+        };
+        bail!(
+            "{} was recorded for {what}: give the workload it was recorded with (--workload), or record it again with `polymorph record {} --out {}`",
+            path.display(),
+            r.task.dir.display(),
+            path.display()
+        )
+    }
+
+    /// The sha256 of the cache file's content: a simulated run's context names it.
+    pub fn digest(path: &Path) -> Result<String> {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("reading the cache {}", path.display()))?;
+        Ok(sha256_hex(&bytes))
+    }
+}
+
+/// The `params_key` of a recorded parameter assignment (`None` for the start and baseline).
+pub fn params_key_of(t: &RecordedTree) -> Option<String> {
+    t.params.as_ref().map(params_key)
+}
+
+/// What identifies a tree in a cache: the hash of its editable files (the rest is the harness,
+/// which the cache's `harness_sha256` pins).
+pub fn tree_key(task: &Task, tree: &FileTree) -> String {
+    let listing: String = tree
+        .iter()
+        .filter(|(p, _)| task.is_editable(p))
+        .map(|(p, b)| format!("{p}\0{}\n", sha256_hex(b)))
+        .collect();
+    sha256_hex(listing.as_bytes())
+}
+
+/// A cache being replayed: samples drawn at random (seeded) from each tree's recorded ones.
+pub struct Simulation {
+    trees: BTreeMap<String, RecordedTree>,
+    rng: ChaCha8Rng,
+}
+
+impl Simulation {
+    pub fn new(cache: Cache, seed: u64) -> Self {
+        Simulation {
+            trees: cache
+                .trees
+                .into_iter()
+                .map(|t| (t.key.clone(), t))
+                .collect(),
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_cace),
+        }
+    }
+
+    fn tree(&self, task: &Task, tree: &FileTree, stage: Stage) -> Result<&RecordedTree, Failure> {
+        self.trees.get(&tree_key(task, tree)).ok_or_else(|| {
+            let what = task
+                .params_of(tree)
+                .map(|p| format!(" (params {})", params_key(&p)))
+                .unwrap_or_default();
+            Failure::new(
+                stage,
+                format!("simulation: the cache holds no measurements of this tree{what}"),
+            )
+        })
+    }
+
+    /// What the build and test of `tree` did when the cache was recorded.
+    pub fn prepare(&self, task: &Task, tree: &FileTree) -> Result<(), Failure> {
+        let t = self.tree(task, tree, Stage::Build)?;
+        match &t.failed {
+            Some(why) => {
+                let stage = if why.starts_with("build failed") {
+                    Stage::Build
+                } else {
+                    Stage::Test
+                };
+                Err(Failure::new(stage, format!("{why} (recorded)")))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// One recorded sample of `tree`, drawn at random, and the seconds its process took.
+    pub fn bench(&mut self, task: &Task, tree: &FileTree) -> Result<(Sample, f64), Failure> {
+        let key = tree_key(task, tree);
+        let n = self.tree(task, tree, Stage::Bench)?.samples.len();
+        if n == 0 {
+            return Err(Failure::new(
+                Stage::Bench,
+                "simulation: no samples recorded for this tree",
+            ));
+        }
+        let i = self.rng.random_range(0..n);
+        let s = &self.trees[&key].samples[i];
+        Ok((
+            Sample {
+                cases: s.cases.clone(),
+                limit: s.limit,
+            },
+            s.seconds,
+        ))
+    }
+}
+
+/// Loads the cache a simulated run replays, checks it fits the task, and moves the run into
+/// the cache's own context.
+pub(super) fn simulated(r: &mut Resolved, path: &Path) -> Result<Cache> {
+    let cache = Cache::load(path)?;
+    cache.check_matches(r, path)?;
+    r.fingerprint.simulation = Cache::digest(path)?;
+    r.context_id = r.fingerprint.id();
+    r.branch = branch_name(&r.task.name, &r.context_id);
+    Ok(cache)
+}
+
+/// The harness for the run's commands, replaying `cache` when the run is simulated.
+pub(super) fn harness<'a>(
+    r: &'a Resolved,
+    runner: &'a Runner,
+    cancel: CancelFlag,
+    cache: Option<&Cache>,
+    seed: u64,
+) -> Result<Harness<'a>> {
+    let mut h = Harness::new(&r.task, &r.source, runner, cancel, r.workload.as_ref())?;
+    if let Some(c) = cache {
+        h.simulate(Simulation::new(c.clone(), seed));
+    }
+    Ok(h)
+}
