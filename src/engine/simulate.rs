@@ -180,22 +180,9 @@ impl Simulation {
         }
     }
 
-    fn tree(&self, task: &Task, tree: &FileTree, stage: Stage) -> Result<&RecordedTree, Failure> {
-        self.trees.get(&tree_key(task, tree)).ok_or_else(|| {
-            let what = task
-                .params_of(tree)
-                .map(|p| format!(" (params {})", params_key(&p)))
-                .unwrap_or_default();
-            Failure::new(
-                stage,
-                format!("simulation: the cache holds no measurements of this tree{what}"),
-            )
-        })
-    }
-
     /// What the build and test of `tree` did when the cache was recorded.
     pub fn prepare(&self, task: &Task, tree: &FileTree) -> Result<(), Failure> {
-        let t = self.tree(task, tree, Stage::Build)?;
+        let t = find(&self.trees, task, tree, Stage::Build)?;
         match &t.failed {
             Some(why) => {
                 let stage = if why.starts_with("build failed") {
@@ -211,16 +198,14 @@ impl Simulation {
 
     /// One recorded sample of `tree`, drawn at random, and the seconds its process took.
     pub fn bench(&mut self, task: &Task, tree: &FileTree) -> Result<(Sample, f64), Failure> {
-        let key = tree_key(task, tree);
-        let n = self.tree(task, tree, Stage::Bench)?.samples.len();
-        if n == 0 {
+        let t = find(&self.trees, task, tree, Stage::Bench)?;
+        if t.samples.is_empty() {
             return Err(Failure::new(
                 Stage::Bench,
                 "simulation: no samples recorded for this tree",
             ));
         }
-        let i = self.rng.random_range(0..n);
-        let s = &self.trees[&key].samples[i];
+        let s = &t.samples[self.rng.random_range(0..t.samples.len())];
         Ok((
             Sample {
                 cases: s.cases.clone(),
@@ -229,6 +214,25 @@ impl Simulation {
             s.seconds,
         ))
     }
+}
+
+/// The recorded tree whose editable files are `tree`'s.
+fn find<'a>(
+    trees: &'a BTreeMap<String, RecordedTree>,
+    task: &Task,
+    tree: &FileTree,
+    stage: Stage,
+) -> Result<&'a RecordedTree, Failure> {
+    trees.get(&tree_key(task, tree)).ok_or_else(|| {
+        let what = task
+            .params_of(tree)
+            .map(|p| format!(" (params {})", params_key(&p)))
+            .unwrap_or_default();
+        Failure::new(
+            stage,
+            format!("simulation: the cache holds no measurements of this tree{what}"),
+        )
+    })
 }
 
 /// Loads the cache a simulated run replays, checks it fits the task, and moves the run into
