@@ -5,6 +5,7 @@
 
 use super::harness::Harness;
 use super::simulate::{Cache, RecordedSample, RecordedTree, tree_key};
+use crate::measure::median_score;
 use crate::task::Resolved;
 use anyhow::{Context as _, Result, bail};
 use sandbox::{CancelFlag, FileTree, Runner};
@@ -120,9 +121,11 @@ pub fn record(
             failed: None,
             samples: Vec::new(),
         };
+        let mut score = None;
         match h.prepare(tree) {
             Err(f) => recorded.failed = Some(f.reason),
             Ok(built) => {
+                let mut benched = Vec::new();
                 for _ in 0..samples {
                     h.take_times();
                     let s = h.bench(&built).map_err(|f| {
@@ -131,27 +134,18 @@ pub fn record(
                     let (_, bench) = h.take_times();
                     recorded.samples.push(RecordedSample {
                         seconds: bench.as_secs_f64(),
-                        cases: s.cases,
+                        cases: s.cases.clone(),
                         limit: s.limit,
                     });
+                    benched.push(s);
                 }
+                score = Some(median_score(&benched));
             }
         }
         if progress {
-            let how = match &recorded.failed {
-                Some(why) => format!("failed: {why}"),
-                None => {
-                    let scores: Vec<f64> = recorded
-                        .samples
-                        .iter()
-                        .map(|s| crate::measure::geomean(s.cases.values().copied()))
-                        .collect();
-                    format!(
-                        "{:.4} {}",
-                        crate::measure::median(&scores),
-                        r.task.metric.name
-                    )
-                }
+            let how = match (&recorded.failed, score) {
+                (Some(why), _) => format!("failed: {why}"),
+                (None, s) => format!("{:.4} {}", s.unwrap_or(f64::NAN), r.task.metric.name),
             };
             eprintln!("[{}/{total}] {name}: {how}", i + 1);
         }

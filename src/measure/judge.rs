@@ -4,7 +4,7 @@
 //! looks, the lower bound of the signed-rank interval on the paired log-ratio (at that look's
 //! level) clears `min_gain`, no case regresses beyond tolerance, and the gain is plausible.
 
-use super::metric::{JudgeSettings, Metric, log_gain, pct, pct_interval};
+use super::metric::{JudgeSettings, Metric, case_gains, log_gain, pct, pct_interval};
 use super::sample::Sample;
 use super::screen::screened_out;
 use super::sequential::level_at;
@@ -237,16 +237,7 @@ impl Judge<'_> {
         let first = &pairs.first()?.0;
         let mut worst: Option<(String, Interval)> = None;
         for case in first.cases.keys() {
-            let diffs: Vec<f64> = pairs
-                .iter()
-                .filter_map(|(a, b)| {
-                    Some(log_gain(
-                        self.metric.direction,
-                        *a.cases.get(case)?,
-                        *b.cases.get(case)?,
-                    ))
-                })
-                .collect();
+            let diffs: Vec<f64> = case_gains(self.metric.direction, pairs, case).collect();
             let Some(i) = signed_rank_interval(&diffs, self.settings.confidence) else {
                 continue;
             };

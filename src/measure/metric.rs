@@ -1,6 +1,7 @@
 //! What a task measures and how a result is judged: the metric and its direction, the judge's
 //! settings, and gains as paired log-ratios (positive = better in the metric's direction).
 
+use super::sample::Sample;
 use super::stats::Interval;
 use super::text_enum::text_enum;
 
@@ -48,6 +49,22 @@ pub fn log_gain(direction: Direction, incumbent: f64, candidate: f64) -> f64 {
         Direction::Maximize => (candidate / incumbent).ln(),
         Direction::Minimize => (incumbent / candidate).ln(),
     }
+}
+
+/// Each pair's log-ratio gain on one case (pairs that lack the case are skipped); `pairs` holds
+/// (incumbent, candidate) samples.
+pub fn case_gains<'a>(
+    direction: Direction,
+    pairs: &'a [(Sample, Sample)],
+    case: &'a str,
+) -> impl Iterator<Item = f64> + 'a {
+    pairs.iter().filter_map(move |(a, b)| {
+        Some(log_gain(
+            direction,
+            *a.cases.get(case)?,
+            *b.cases.get(case)?,
+        ))
+    })
 }
 
 /// Gain as a percentage with sign, from a log-ratio.

@@ -2,7 +2,7 @@
 //! dropped without the rest of its pairs. It only ever rejects early; acceptance still needs the
 //! full sequential judgement, so screening cannot raise the false-acceptance rate.
 
-use super::metric::{Metric, log_gain, pct};
+use super::metric::{Metric, case_gains, pct};
 use super::sample::Sample;
 
 /// Why screening drops a candidate after `pairs`: no pair showed the gain `min_gain` asks for,
@@ -22,16 +22,8 @@ pub fn screened_out(metric: &Metric, pairs: &[(Sample, Sample)], gains: &[f64]) 
     let limit = (1.0 - metric.case_tolerance).ln();
     let first = &pairs.first()?.0;
     first.cases.keys().find_map(|case| {
-        let best_of_case = pairs
-            .iter()
-            .filter_map(|(a, b)| {
-                Some(log_gain(
-                    metric.direction,
-                    *a.cases.get(case)?,
-                    *b.cases.get(case)?,
-                ))
-            })
-            .fold(f64::NEG_INFINITY, f64::max);
+        let best_of_case =
+            case_gains(metric.direction, pairs, case).fold(f64::NEG_INFINITY, f64::max);
         (best_of_case < limit).then(|| {
             format!(
                 "case {case} regresses in screening: {} at best over {n} pairs, beyond the {:.0}% tolerance",
