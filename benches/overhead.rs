@@ -35,6 +35,7 @@ async fn main() {
         agent: None,
         simulate: None,
         strategy: Strategy::Model,
+        targets: None,
     };
     let started = std::time::Instant::now();
     let report = run(

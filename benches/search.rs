@@ -53,6 +53,7 @@ async fn one(b: &Bench, strategy: Strategy, seed: u64, budget: usize) -> Outcome
         agent: None,
         simulate: Some(b.cache.clone()),
         strategy,
+        targets: None,
     };
     let runner = Runner::new(Isolation::detect(""));
     let cancel = Arc::new(AtomicBool::new(false));

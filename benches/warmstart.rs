@@ -34,6 +34,7 @@ fn opts(budget: usize, seed: u64, workload: Option<PathBuf>, warm: bool) -> RunO
         agent: None,
         simulate: None,
         strategy: Strategy::Hill,
+        targets: None,
     }
 }
 

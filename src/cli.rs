@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use polymorph::engine::Strategy;
+use polymorph::engine::remote::Target;
 use polymorph::measure::Verdict;
 use polymorph::record::ProposerChoice;
 use std::path::PathBuf;
@@ -75,6 +76,10 @@ pub enum Command {
     Daemon(DaemonArgs),
     /// Read-only SQL over runs.db (see README for the schema); writes are refused.
     Query(QueryArgs),
+    /// The node side of a remote target (`run --target`): reads one job on stdin, answers on
+    /// stdout. Started by ssh or srun, not by hand.
+    #[command(hide = true)]
+    Worker,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -131,6 +136,26 @@ pub struct RunArgs {
     /// and benchmarking: strategies compared in seconds, in a context of the cache's own.
     #[arg(long, value_name = "CACHE")]
     pub simulate: Option<PathBuf>,
+    /// Where evaluations run: local (here, the default), ssh://[user@]host[:port] (one remote
+    /// box) or slurm (a job step per evaluation through srun). Repeat it to use several targets;
+    /// the run's context is the nodes'.
+    #[arg(long = "target", value_name = "TARGET")]
+    pub targets: Vec<Target>,
+    /// The polymorph binary on remote targets' nodes.
+    #[arg(long, default_value = "polymorph", value_name = "PATH")]
+    pub worker: String,
+    /// The ssh program and its options, for ssh:// targets.
+    #[arg(long, env = "POLYMORPH_SSH_COMMAND", default_value = "ssh")]
+    pub ssh_command: String,
+    /// An srun option for the slurm target (repeatable): --slurm-arg=--partition=gpu
+    /// --slurm-arg=--account=perf --slurm-arg=--time=30. A task requiring nvidia-gpu adds
+    /// --gres=gpu:1 itself.
+    #[arg(long = "slurm-arg", value_name = "OPTION", allow_hyphen_values = true)]
+    pub slurm_args: Vec<String>,
+    /// Candidates in flight at once on remote targets, each its own job: builds and tests run
+    /// in parallel, benchmarks take turns on each node (one lock per node).
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,

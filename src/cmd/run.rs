@@ -4,6 +4,7 @@ use super::output::{fmt_score, print_json};
 use crate::cli::{Cli, RunArgs};
 use anyhow::{Result, bail};
 use polymorph::engine::agent_host::AgentSettings;
+use polymorph::engine::remote::{Target, TargetOptions};
 use polymorph::engine::{RunOptions, RunReport, runner};
 use polymorph::record::{LockFile, ProposerChoice, RunProposer, Store};
 use sandbox::CancelFlag;
@@ -13,6 +14,7 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
     if a.budget == 0 {
         bail!("--budget must be at least 1");
     }
+    let targets = targets(&a.targets, &a)?;
     let agent = match a.proposer {
         ProposerChoice::Auto | ProposerChoice::Given(RunProposer::Agent) => {
             let mut settings = AgentSettings::from_env(
@@ -41,12 +43,42 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
         agent,
         simulate: a.simulate,
         strategy: a.strategy,
+        targets,
     };
     let _lock = LockFile::run(&cli.db)?;
     let store = Store::open(&cli.db).await?;
     let report =
         polymorph::engine::run(&store, &cli.ledger, &a.task_dir, &opts, &runner(), cancel).await?;
     print_run(&report, &cli.ledger, a.json)
+}
+
+/// Remote targets and how to reach them; `None` when every evaluation runs here.
+fn targets(list: &[Target], a: &RunArgs) -> Result<Option<(Vec<Target>, TargetOptions)>> {
+    if a.jobs == 0 {
+        bail!("--jobs must be at least 1");
+    }
+    if list.iter().all(|t| *t == Target::Local) {
+        if a.jobs > 1 {
+            bail!(
+                "--jobs runs candidates in parallel on remote targets; here they run one at a time (benchmarks would contend)"
+            );
+        }
+        return Ok(None);
+    }
+    if list.contains(&Target::Local) {
+        bail!(
+            "--target local cannot be mixed with remote targets (name this machine as ssh://localhost)"
+        );
+    }
+    Ok(Some((
+        list.to_vec(),
+        TargetOptions {
+            worker: a.worker.clone(),
+            ssh_command: a.ssh_command.clone(),
+            slurm_args: a.slurm_args.clone(),
+            jobs: a.jobs,
+        },
+    )))
 }
 
 fn print_run(r: &RunReport, ledger: &Path, json: bool) -> Result<()> {

@@ -144,6 +144,7 @@ async fn tick_one(
         .ok(),
         simulate: None,
         strategy: Strategy::Model,
+        targets: None,
     };
     let status = match run(
         store,

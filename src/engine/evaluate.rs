@@ -8,10 +8,10 @@ use crate::measure::{Decision, Judge, Sample, SampleSide, Summary, Verdict, same
 use crate::record::Stage;
 use crate::record::store::{NewEvaluation, NewSample};
 use crate::record::{ChangeKind, RunProposer};
-use crate::task::Resolved;
+use crate::task::{Resolved, Task};
 use agent::params_key;
 use agent::{Proposal, ProposedChange};
-use sandbox::{Change, FileTree, RelPath, verify_change};
+use sandbox::{Change, FileTree, Limits, RelPath, verify_change};
 use std::collections::BTreeMap;
 
 /// Everything known about one evaluated candidate.
@@ -24,7 +24,9 @@ pub struct Evaluation {
     /// (round, incumbent sample, candidate sample)
     pub pairs: Vec<(Sample, Sample)>,
     pub diff: Option<String>,
-    /// The candidate's tree, built, when it got that far.
+    /// The candidate's tree, when it was built and judged.
+    pub tree: Option<FileTree>,
+    /// The candidate built here, when it was evaluated on this machine and got that far.
     pub built: Option<Built>,
     pub bench_seconds: f64,
     pub process_seconds: f64,
@@ -120,36 +122,72 @@ pub fn tree_diff(before: &FileTree, after: &FileTree) -> String {
     out
 }
 
-impl Harness<'_> {
-    /// Turns a proposal into a change the sandbox can verify.
-    fn to_change(&self, proposal: &Proposal) -> Result<Change, Failure> {
-        match &proposal.change {
-            ProposedChange::Diff(d) => Ok(Change::Diff(d.clone())),
-            ProposedChange::Files(f) => Ok(Change::Files(f.clone())),
-            ProposedChange::Params(p) => {
-                let Some(spec) = &self.task.params else {
-                    return Err(Failure::new(
-                        Stage::Verify,
-                        "a parameter assignment, but the task declares no [params]",
-                    ));
-                };
-                let space = agent::ParamSpace::new(spec.values.clone(), &spec.constraints)
-                    .map_err(|e| Failure::new(Stage::Verify, e.to_string()))?;
-                if let Some(why) = space.invalid(p) {
-                    return Err(Failure::new(
-                        Stage::Verify,
-                        format!("invalid assignment: {why}"),
-                    ));
-                }
-                let text = sandbox::render_params(spec.format, p);
-                Ok(Change::Files(BTreeMap::from([(
-                    spec.file.to_string(),
-                    text,
-                )])))
+/// Turns a proposal into a change the sandbox can verify.
+fn to_change(task: &Task, proposal: &Proposal) -> Result<Change, Failure> {
+    match &proposal.change {
+        ProposedChange::Diff(d) => Ok(Change::Diff(d.clone())),
+        ProposedChange::Files(f) => Ok(Change::Files(f.clone())),
+        ProposedChange::Params(p) => {
+            let Some(spec) = &task.params else {
+                return Err(Failure::new(
+                    Stage::Verify,
+                    "a parameter assignment, but the task declares no [params]",
+                ));
+            };
+            let space = agent::ParamSpace::new(spec.values.clone(), &spec.constraints)
+                .map_err(|e| Failure::new(Stage::Verify, e.to_string()))?;
+            if let Some(why) = space.invalid(p) {
+                return Err(Failure::new(
+                    Stage::Verify,
+                    format!("invalid assignment: {why}"),
+                ));
             }
+            let text = sandbox::render_params(spec.format, p);
+            Ok(Change::Files(BTreeMap::from([(
+                spec.file.to_string(),
+                text,
+            )])))
         }
     }
+}
 
+/// The candidate's tree and its diff: the proposal verified against the incumbent's tree
+/// (editable files only, within the limits) and applied. Runs no process.
+pub fn candidate_tree(
+    task: &Task,
+    limits: &Limits,
+    proposal: &Proposal,
+    incumbent: &FileTree,
+) -> Result<(FileTree, String), Failure> {
+    let change = to_change(task, proposal)?;
+    let verified = verify_change(&change, incumbent, &task.editable, limits)
+        .map_err(|e| Failure::new(Stage::Verify, e.to_string()))?;
+    let tree = incumbent.apply(&verified);
+    let diff = tree_diff(incumbent, &tree);
+    Ok((tree, diff))
+}
+
+impl Evaluation {
+    /// An evaluation that failed before any process ran.
+    pub fn failed(f: Failure) -> Self {
+        Evaluation {
+            verdict: Verdict::Failed,
+            stage: f.stage,
+            reason: f.reason,
+            log: f.log,
+            summary: None,
+            pairs: Vec::new(),
+            diff: None,
+            tree: None,
+            built: None,
+            bench_seconds: 0.0,
+            process_seconds: 0.0,
+            cancelled: false,
+        }
+    }
+}
+
+impl Harness<'_> {
     /// Evaluates one proposal against the incumbent.
     pub fn evaluate(
         &mut self,
@@ -157,27 +195,34 @@ impl Harness<'_> {
         incumbent: &Built,
         judge: &Judge<'_>,
     ) -> Evaluation {
+        match candidate_tree(self.task, &self.limits, proposal, &incumbent.tree) {
+            Err(f) => Evaluation::failed(f),
+            Ok((tree, diff)) => {
+                let mut ev = self.evaluate_tree(tree, incumbent, judge);
+                ev.diff = Some(diff);
+                ev
+            }
+        }
+    }
+
+    /// Builds and tests a verified candidate tree, benchmarks it interleaved with the
+    /// incumbent until the judge decides, and tests it again when it is accepted.
+    pub fn evaluate_tree(
+        &mut self,
+        tree: FileTree,
+        incumbent: &Built,
+        judge: &Judge<'_>,
+    ) -> Evaluation {
         self.take_times();
-        let mut ev = Evaluation {
-            verdict: Verdict::Failed,
-            stage: Stage::Verify,
-            reason: String::new(),
-            log: None,
-            summary: None,
-            pairs: Vec::new(),
-            diff: None,
-            built: None,
-            bench_seconds: 0.0,
-            process_seconds: 0.0,
-            cancelled: false,
-        };
-        let result = self.evaluate_inner(proposal, incumbent, judge, &mut ev);
+        let mut ev = Evaluation::failed(Failure::new(Stage::Verify, ""));
+        let result = self.evaluate_inner(tree, incumbent, judge, &mut ev);
         if let Err(f) = result {
             ev.verdict = Verdict::Failed;
             ev.stage = f.stage;
             ev.reason = f.reason;
             ev.log = f.log;
             ev.built = None;
+            ev.tree = None;
         }
         ev.cancelled = self.cancelled();
         let (process, bench) = self.take_times();
@@ -188,16 +233,11 @@ impl Harness<'_> {
 
     fn evaluate_inner(
         &mut self,
-        proposal: &Proposal,
+        tree: FileTree,
         incumbent: &Built,
         judge: &Judge<'_>,
         ev: &mut Evaluation,
     ) -> Result<(), Failure> {
-        let change = self.to_change(proposal)?;
-        let verified = verify_change(&change, &incumbent.tree, &self.task.editable, &self.limits)
-            .map_err(|e| Failure::new(Stage::Verify, e.to_string()))?;
-        let tree = incumbent.tree.apply(&verified);
-        ev.diff = Some(tree_diff(&incumbent.tree, &tree));
         let built = self.prepare(tree)?;
         let mut round = 0;
         let summary = loop {
@@ -244,6 +284,7 @@ impl Harness<'_> {
         if matches!(ev.verdict, Verdict::Accepted | Verdict::Quarantined) {
             self.test(built.ws.path(), &built.outputs, Stage::Retest)?;
         }
+        ev.tree = Some(built.tree.clone());
         ev.built = Some(built);
         Ok(())
     }

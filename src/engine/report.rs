@@ -2,7 +2,7 @@
 //! entry, and the report at the end with start, best and hand-tuned measured side by side.
 
 use super::evaluate::Evaluation;
-use super::harness::{Built, Harness};
+use super::evaluator::Evaluator;
 use crate::measure::{Direction, Summary, log_gain, median_score, pct};
 use crate::record::{CommitId, Ledger, RunProposer, RunStatus, Store};
 use crate::task::Resolved;
@@ -108,29 +108,21 @@ pub fn commit_message(r: &Resolved, why: &Provenance<'_>, reason: &str, s: &Summ
 pub fn final_measurement(
     r: &Resolved,
     ledger: &Ledger,
-    mut h: Harness<'_>,
+    exec: &mut Evaluator<'_>,
     best: CommitId,
     report: &mut RunReport,
 ) -> Result<()> {
     let best_tree = ledger.read_tree(best)?;
     // A run that accepted nothing ends where it started: that tree is measured once.
     let best_is_start = best_tree == r.source;
-    let mut trees = vec![("start", r.source.clone())];
+    let mut trees = vec![("the start", r.source.clone())];
     if !best_is_start {
-        trees.push(("best", best_tree));
+        trees.push(("the best", best_tree));
     }
     if let Some(hand) = r.hand_tuned.clone() {
-        trees.push(("hand-tuned", hand));
+        trees.push(("the hand-tuned baseline", hand));
     }
-    let mut built: Vec<Built> = Vec::new();
-    for (name, tree) in trees {
-        built.push(
-            tokio::task::block_in_place(|| h.prepare(tree))
-                .map_err(|f| anyhow::anyhow!("{name}: {}", f.reason))?,
-        );
-    }
-    let refs: Vec<&Built> = built.iter().collect();
-    let samples = tokio::task::block_in_place(|| h.measure(&refs, REFERENCE_ROUNDS))?;
+    let samples = exec.measure(trees, REFERENCE_ROUNDS)?;
     let scores: Vec<f64> = samples.iter().map(|s| median_score(s)).collect();
     report.start_score = Some(scores[0]);
     report.best_score = Some(scores[usize::from(!best_is_start)]);
@@ -143,7 +135,7 @@ pub fn final_measurement(
 pub(super) async fn references(
     store: &Store,
     r: &Resolved,
-    harness: &mut Harness<'_>,
+    exec: &mut Evaluator<'_>,
     run_id: i64,
 ) -> Result<(Option<f64>, Option<f64>)> {
     let run_row = store.run(run_id).await?.context("run row vanished")?;
@@ -152,19 +144,11 @@ pub(super) async fn references(
     {
         return Ok((Some(s), h));
     }
-    let start = tokio::task::block_in_place(|| harness.prepare(r.source.clone()))
-        .map_err(|f| anyhow::anyhow!("the task as given does not pass: {}", f.reason))?;
-    let hand = match r.hand_tuned.clone() {
-        Some(t) => Some(
-            tokio::task::block_in_place(|| harness.prepare(t)).map_err(|f| {
-                anyhow::anyhow!("the hand-tuned baseline does not pass: {}", f.reason)
-            })?,
-        ),
-        None => None,
-    };
-    let mut trees = vec![&start];
-    trees.extend(hand.as_ref());
-    let samples = tokio::task::block_in_place(|| harness.measure(&trees, REFERENCE_ROUNDS))?;
+    let mut trees = vec![("the task as given", r.source.clone())];
+    if let Some(t) = r.hand_tuned.clone() {
+        trees.push(("the hand-tuned baseline", t));
+    }
+    let samples = exec.measure(trees, REFERENCE_ROUNDS)?;
     let s = Some(median_score(&samples[0]));
     let h = samples.get(1).map(|x| median_score(x));
     store.set_references(run_id, s, h).await?;

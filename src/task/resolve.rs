@@ -54,9 +54,15 @@ pub fn branch_name(task: &str, context_id: &str) -> String {
 /// task's own when given.
 pub fn resolve(task_dir: &Path, workload: Option<&Path>) -> Result<Resolved> {
     let task = Task::load(task_dir)?;
+    let workload = Workload::resolve(&task, workload)?;
+    resolve_with(task, workload)
+}
+
+/// Reads a loaded task's trees and probes its context here for `workload` (a worker resolves a
+/// task it was sent this way, with the workload named as its controller names it).
+pub fn resolve_with(task: Task, workload: Option<Workload>) -> Result<Resolved> {
     let source = task.source_tree()?;
     let hand_tuned = task.hand_tuned_tree(&source)?;
-    let workload = Workload::resolve(&task, workload)?;
     let path_var = task.path_var(&std::env::var("PATH").unwrap_or_default());
     let fingerprint = context::fingerprint(&task, &source, workload.as_ref(), &path_var)?;
     let context_id = fingerprint.id();

@@ -62,6 +62,19 @@ impl Env {
         self.path().join("ledger")
     }
 
+    /// The spin task with screening off: every candidate gets at least six pairs, so its
+    /// benchmarks run for a while (for tests that interrupt one).
+    pub fn spin_without_screening(&self) -> PathBuf {
+        let task = self.task("spin");
+        let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
+        std::fs::write(
+            task.join("task.toml"),
+            toml + "\n[judge]\nscreen_pairs = 0\n",
+        )
+        .unwrap();
+        task
+    }
+
     /// The polymorph binary with this env's db and ledger.
     pub fn cmd(&self) -> Command {
         let mut c = Command::cargo_bin("polymorph").unwrap();

@@ -27,12 +27,12 @@ fn replay(env: &Env, task: &std::path::Path, n: usize) -> std::path::PathBuf {
     env.write("faults.jsonl", &(lines.join("\n") + "\n"))
 }
 
-fn rows(env: &Env, sql: &str) -> Vec<Value> {
+pub fn rows(env: &Env, sql: &str) -> Vec<Value> {
     env.json(&["query", sql]).as_array().unwrap().clone()
 }
 
 /// The invariants that must hold after any crash.
-fn assert_consistent(env: &Env) {
+pub fn assert_consistent(env: &Env) {
     assert_eq!(
         rows(env, "PRAGMA integrity_check")[0]["integrity_check"],
         "ok"
@@ -77,15 +77,9 @@ fn assert_consistent(env: &Env) {
 #[test]
 fn sigkill_at_random_moments_loses_nothing_and_resumes() {
     let env = Env::new();
-    let task = env.task("spin");
     // Every candidate gets at least the six pairs the kill delays below were chosen for: with
     // screening, most would end after two and a trial could finish the whole run.
-    let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
-    std::fs::write(
-        task.join("task.toml"),
-        toml + "\n[judge]\nscreen_pairs = 0\n",
-    )
-    .unwrap();
+    let task = env.spin_without_screening();
     let file = replay(&env, &task, 25);
     let proposer = format!("replay:{}", file.display());
     let args = [

@@ -6,7 +6,9 @@
 mod adversarial;
 mod agent;
 mod agent_models;
+mod cluster;
 mod common;
+mod engines;
 mod faults;
 mod gpu;
 mod layers;

@@ -1,0 +1,151 @@
+//! The remote targets of one run: each call goes to the next target in turn; a fault (a node
+//! lost, a job pre-empted or timed out, a connection dropped, a node of another context) is
+//! retried on the next one, and a target that faults three times in a row is reported and
+//! left out for the rest of the run. Nothing of a faulted call is recorded. Calls may be made
+//! from several threads at once (candidates in flight together).
+
+use super::target::{CallError, Remote};
+use super::wire::{Job, Outcome, Reply};
+use anyhow::{Result, bail};
+use sandbox::CancelFlag;
+use std::sync::Mutex;
+
+/// Faults in a row after which a target is left out.
+pub const MAX_FAULTS_IN_A_ROW: usize = 3;
+
+struct Slot {
+    id: usize,
+    remote: Remote,
+    faults: usize,
+}
+
+struct State {
+    slots: Vec<Slot>,
+    next: usize,
+    faults: usize,
+}
+
+pub struct Pool {
+    state: Mutex<State>,
+    /// The run's context: a reply from a node of another context is a fault.
+    context_id: Option<String>,
+}
+
+impl Pool {
+    pub fn new(remotes: Vec<Remote>) -> Self {
+        let slots = remotes
+            .into_iter()
+            .enumerate()
+            .map(|(id, remote)| Slot {
+                id,
+                remote,
+                faults: 0,
+            })
+            .collect();
+        Pool {
+            state: Mutex::new(State {
+                slots,
+                next: 0,
+                faults: 0,
+            }),
+            context_id: None,
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // A thread that panicked mid-update leaves counters, never broken invariants.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Faulted calls so far.
+    pub fn faults(&self) -> usize {
+        self.state().faults
+    }
+
+    /// Probes every target and keeps those that agree with the first that answers: the run's
+    /// context is theirs. A task error (the task cannot run there) ends the run.
+    pub fn probe(&mut self, job: &Job, cancel: &CancelFlag) -> Result<Option<Reply>> {
+        let mut first: Option<Reply> = None;
+        let mut kept = Vec::new();
+        for slot in std::mem::take(&mut self.state().slots) {
+            match slot.remote.call(job, cancel) {
+                Err(CallError::Cancelled) => return Ok(None),
+                Err(CallError::Fault(why)) => eprintln!("target left out: {why}"),
+                Ok(reply) => {
+                    if let Outcome::TaskError(why) = &reply.result {
+                        bail!("on {} ({}): {why}", slot.remote.target, reply.node);
+                    }
+                    match &first {
+                        Some(f) if f.context_id != reply.context_id => eprintln!(
+                            "target {} left out: its node {} is in context {}, the run's is {} (run it separately)",
+                            slot.remote.target, reply.node, reply.context_id, f.context_id
+                        ),
+                        _ => {
+                            first.get_or_insert(reply);
+                            kept.push(slot);
+                        }
+                    }
+                }
+            }
+        }
+        self.state().slots = kept;
+        let Some(reply) = first else {
+            bail!("no target answered; see the reasons above");
+        };
+        self.context_id = Some(reply.context_id.clone());
+        Ok(Some(reply))
+    }
+
+    /// Sends `job` to the targets in turn until one answers from the run's context; `None`
+    /// when the run was cancelled meanwhile.
+    pub fn call(&self, job: &Job, cancel: &CancelFlag) -> Result<Option<Reply>> {
+        loop {
+            let (id, remote) = {
+                let mut st = self.state();
+                if st.slots.is_empty() {
+                    bail!(
+                        "every target failed {MAX_FAULTS_IN_A_ROW} times in a row; nothing of the abandoned evaluations was recorded"
+                    );
+                }
+                let i = st.next % st.slots.len();
+                st.next = i + 1;
+                (st.slots[i].id, st.slots[i].remote.clone())
+            };
+            let why = match remote.call(job, cancel) {
+                Err(CallError::Cancelled) => return Ok(None),
+                Ok(reply) => match &self.context_id {
+                    Some(c) if *c != reply.context_id => format!(
+                        "{}: node {} is in context {}, not the run's {}",
+                        remote.target, reply.node, reply.context_id, c
+                    ),
+                    _ => {
+                        if let Some(s) = self.state().slots.iter_mut().find(|s| s.id == id) {
+                            s.faults = 0;
+                        }
+                        return Ok(Some(reply));
+                    }
+                },
+                Err(CallError::Fault(why)) => why,
+            };
+            self.fault(id, &why);
+        }
+    }
+
+    fn fault(&self, id: usize, why: &str) {
+        let mut st = self.state();
+        st.faults += 1;
+        let Some(i) = st.slots.iter().position(|s| s.id == id) else {
+            return; // another call already left it out
+        };
+        st.slots[i].faults += 1;
+        if st.slots[i].faults >= MAX_FAULTS_IN_A_ROW {
+            let gone = st.slots.remove(i);
+            eprintln!(
+                "target {} left out after {MAX_FAULTS_IN_A_ROW} faults in a row; the last: {why}",
+                gone.remote.target
+            );
+        } else {
+            eprintln!("evaluation abandoned (not recorded), retrying: {why}");
+        }
+    }
+}

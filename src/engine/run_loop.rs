@@ -1,0 +1,308 @@
+//! The loop itself: propose -> evaluate -> record, one candidate at a time, moving the
+//! incumbent forward on each accepted candidate. Evaluations are recorded whole or not at all,
+//! and the ledger branch only moves after its entry is in runs.db.
+
+use super::evaluate::Evaluation;
+use super::evaluator::Evaluator;
+use super::observations::observations;
+use super::report::{Progress, Provenance, commit_message, overhead_ms, ratio, references};
+use super::run::{Attempt, RunOptions};
+use crate::measure::{Judge, Verdict};
+use crate::record::store::NewEntry;
+use crate::record::{CommitId, Ledger, RunProposer, Store};
+use crate::task::Resolved;
+use agent::{Params, ProposalContext, Proposer, params_key};
+use anyhow::{Context as _, Result};
+use sandbox::CancelFlag;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// The loop's state: where its processes run and the incumbent, where it is in the ledger, the
+/// reference figures and what was already measured.
+pub(super) struct Loop<'a> {
+    store: &'a Store,
+    ledger: &'a Ledger,
+    r: &'a Resolved,
+    cancel: CancelFlag,
+    run_id: i64,
+    pub exec: Evaluator<'a>,
+    incumbent_entry: i64,
+    pub incumbent_commit: CommitId,
+    incumbent_params: Option<Params>,
+    start_score: Option<f64>,
+    hand_score: Option<f64>,
+    best_score: Option<f64>,
+    tried: HashSet<String>,
+}
+
+impl<'a> Loop<'a> {
+    /// Sets up the incumbent and measures the reference figures once per run.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn start(
+        store: &'a Store,
+        ledger: &'a Ledger,
+        r: &'a Resolved,
+        mut exec: Evaluator<'a>,
+        cancel: CancelFlag,
+        at: &Attempt,
+        incumbent_entry: i64,
+        incumbent_commit: CommitId,
+    ) -> Result<Loop<'a>> {
+        let task = &r.task;
+        let tree = ledger.read_tree(incumbent_commit)?;
+        exec.set_incumbent(tree).map_err(|f| {
+            anyhow::anyhow!(
+                "the incumbent ({incumbent_commit}) does not pass any more: {}",
+                f.reason
+            )
+        })?;
+        let (start_score, hand_score) = references(store, r, &mut exec, at.run_id).await?;
+        let best_score = store
+            .incumbent(&r.branch)
+            .await?
+            .and_then(|e| e.score)
+            .or(start_score);
+        Ok(Loop {
+            store,
+            ledger,
+            r,
+            cancel,
+            run_id: at.run_id,
+            incumbent_params: task.params_of(exec.incumbent_tree()),
+            exec,
+            incumbent_entry,
+            incumbent_commit,
+            start_score,
+            hand_score,
+            best_score,
+            tried: store.tried_params(&task.name, &r.context_id).await?,
+        })
+    }
+
+    /// Candidates `done + 1 ..= budget`, `jobs` at a time on remote targets; a message when
+    /// it stops early.
+    pub async fn run(
+        &mut self,
+        opts: &RunOptions,
+        done: usize,
+        chosen: &RunProposer,
+        proposer: &mut dyn Proposer,
+    ) -> Result<Option<String>> {
+        let task = &self.r.task;
+        let jobs = opts.targets.as_ref().map_or(1, |(_, o)| o.jobs.max(1));
+        let progress = Progress {
+            enabled: opts.progress,
+            budget: opts.budget,
+        };
+        let mut k = done + 1;
+        while k <= opts.budget {
+            let iteration = Instant::now();
+            if self.cancel.load(Ordering::SeqCst) {
+                return Ok(Some(format!("interrupted after {} candidates", k - 1)));
+            }
+            let mut ctx = self
+                .proposal_context(proposer.wants_history(), proposer.wants_observations())
+                .await?;
+            let mut batch = Vec::new();
+            while batch.len() < jobs.min(opts.budget + 1 - k) {
+                let next = proposer.next(&ctx).await;
+                if self.cancel.load(Ordering::SeqCst) {
+                    // Whatever the proposer was doing (a model request in flight) was abandoned.
+                    return Ok(Some(format!(
+                        "interrupted while proposing candidate {}; nothing of it was recorded",
+                        k + batch.len()
+                    )));
+                }
+                let Some(proposal) = next? else { break };
+                if let agent::ProposedChange::Params(p) = &proposal.change {
+                    ctx.tried_params.insert(params_key(p));
+                }
+                batch.push(proposal);
+            }
+            if batch.is_empty() {
+                return Ok(Some(format!(
+                    "the {} proposer has nothing more to propose",
+                    proposer.name()
+                )));
+            }
+            tracing::info!(first = k, candidates = batch.len(), "evaluating");
+            let judge = Judge {
+                metric: &task.metric,
+                settings: &task.judge,
+                reference: self.hand_score,
+            };
+            let mut evs = self.exec.evaluate(&batch, &judge)?;
+            let slowest = evs.iter().map(|e| e.process_seconds).fold(0.0, f64::max);
+            batch_winner(&mut evs, k);
+            let shared = batch.len();
+            let mut interrupted = None;
+            for (proposal, mut ev) in batch.iter().zip(evs) {
+                tracing::info!(candidate = k, verdict = ev.verdict.as_str(), reason = %ev.reason, pairs = ev.pairs.len(), "evaluated");
+                if ev.cancelled {
+                    interrupted.get_or_insert(k);
+                    continue;
+                }
+                let why = Provenance {
+                    proposal,
+                    proposer: proposer.name(),
+                    run_id: self.run_id,
+                    seq: k,
+                };
+                let overhead = Overhead {
+                    since: iteration,
+                    process_seconds: if shared == 1 {
+                        ev.process_seconds
+                    } else {
+                        slowest
+                    },
+                    shared,
+                };
+                self.record(&why, chosen, &ev, &overhead).await?;
+                let dir = task.metric.direction;
+                progress.line(
+                    k,
+                    &ev,
+                    ratio(dir, self.start_score, self.best_score),
+                    ratio(dir, self.hand_score, self.best_score),
+                );
+                if ev.verdict == Verdict::Accepted {
+                    self.exec.accept(&mut ev);
+                }
+                k += 1;
+            }
+            if let Some(c) = interrupted {
+                return Ok(Some(format!(
+                    "interrupted during candidate {c}; it was not recorded"
+                )));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn proposal_context(
+        &self,
+        with_history: bool,
+        with_observations: bool,
+    ) -> Result<ProposalContext> {
+        let task = &self.r.task;
+        let history = if with_history {
+            super::digest::digest(self.store, &task.name).await?
+        } else {
+            String::new()
+        };
+        Ok(ProposalContext {
+            incumbent_params: self.incumbent_params.clone(),
+            tried_params: self.tried.clone(),
+            incumbent_files: self
+                .exec
+                .incumbent_tree()
+                .iter()
+                .filter(|(p, _)| task.is_editable(p))
+                .map(|(p, b)| (p.to_string(), String::from_utf8_lossy(b).into_owned()))
+                .collect(),
+            history,
+            incumbent_score: self.best_score,
+            reference_score: self.hand_score,
+            observations: if with_observations {
+                observations(self.store, &task.name, &self.r.context_id).await?
+            } else {
+                Vec::new()
+            },
+        })
+    }
+
+    /// Writes the evaluation (and, when accepted, the ledger commit first and the branch after).
+    async fn record(
+        &mut self,
+        why: &Provenance<'_>,
+        chosen: &RunProposer,
+        ev: &Evaluation,
+        overhead: &Overhead,
+    ) -> Result<()> {
+        let (r, task) = (self.r, &self.r.task);
+        let mut record = ev.record_row(r, why, chosen, self.incumbent_entry);
+        if let Some(key) = &record.params_key {
+            self.tried.insert(key.clone());
+        }
+        let usage = why.proposal.usage.as_ref();
+        let accepted = match (&ev.tree, &ev.summary) {
+            (Some(tree), Some(summary)) if ev.verdict == Verdict::Accepted => Some((tree, summary)),
+            _ => None,
+        };
+        let Some((tree, summary)) = accepted else {
+            record.overhead_ms = overhead.ms(usage);
+            self.store.record(&record, None).await?;
+            return Ok(());
+        };
+        let message = commit_message(r, why, &ev.reason, summary);
+        // The branch head is the incumbent's commit, or a revert commit restoring its tree.
+        let parent = self
+            .ledger
+            .branch_head(&r.branch)?
+            .unwrap_or(self.incumbent_commit);
+        let oid = self.ledger.write_commit(Some(parent), tree, &message)?;
+        record.overhead_ms = overhead.ms(usage);
+        let entry = NewEntry {
+            branch: r.branch.clone(),
+            commit_sha: oid.to_string(),
+            score: Some(summary.candidate_score),
+            params: task.params_of(tree).map(|p| params_key(&p)),
+        };
+        let (_, entry_id) = self.store.record(&record, Some(&entry)).await?;
+        self.ledger.set_branch(&r.branch, oid)?;
+        self.incumbent_entry = entry_id.context("accepted entry has no id")?;
+        self.incumbent_commit = oid;
+        // Scores from different moments are only roughly comparable: the progress line says "~".
+        self.best_score = Some(summary.candidate_score);
+        self.incumbent_params = task.params_of(tree);
+        Ok(())
+    }
+}
+
+/// What of a batch's wall time was polymorph's own, shared out over its candidates.
+struct Overhead {
+    since: Instant,
+    /// The task processes' time: the candidate's own, or the slowest of a parallel batch.
+    process_seconds: f64,
+    shared: usize,
+}
+
+impl Overhead {
+    fn ms(&self, usage: Option<&agent::Usage>) -> f64 {
+        overhead_ms(self.since, self.process_seconds, usage) / self.shared as f64
+    }
+}
+
+/// Candidates of one batch were all judged against the same incumbent: when several were
+/// accepted, only the one with the largest gain is; the others are recorded as rejected, with
+/// why.
+fn batch_winner(evs: &mut [Evaluation], first: usize) {
+    let gain = |e: &Evaluation| {
+        e.summary
+            .as_ref()
+            .map_or(f64::NEG_INFINITY, |s| s.gain.estimate)
+    };
+    let best = evs
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.verdict == Verdict::Accepted)
+        .max_by(|a, b| gain(a.1).total_cmp(&gain(b.1)))
+        .map(|(i, _)| i);
+    let Some(best) = best else { return };
+    let best_gain = gain(&evs[best]);
+    for (i, ev) in evs.iter_mut().enumerate() {
+        if i != best && ev.verdict == Verdict::Accepted {
+            ev.verdict = Verdict::Rejected;
+            ev.reason = format!(
+                "{}; but candidate {} of the same batch, judged against the same incumbent, gained more ({:+.1}% vs {:+.1}%)",
+                ev.reason,
+                first + best,
+                best_gain.exp_m1() * 100.0,
+                gain(ev).exp_m1() * 100.0
+            );
+            ev.tree = None;
+            ev.built = None;
+        }
+    }
+}

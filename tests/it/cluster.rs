@@ -1,0 +1,217 @@
+//! Remote targets on real engines started by the tests: an ssh target on loopback and a
+//! one-node Slurm cluster with two slots. The loop runs its evaluations there, records here,
+//! and survives a dropped connection and a cancelled job without losing or doubling anything.
+
+use super::common::{Env, skipped};
+use super::engines::{Slurm, Sshd};
+use super::faults::{assert_consistent, rows};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn worker() -> String {
+    assert_cmd::cargo::cargo_bin("polymorph")
+        .display()
+        .to_string()
+}
+
+/// `polymorph run` in the background with `extra` arguments, its output into files.
+fn spawn_run(env: &Env, task: &Path, extra: &[&str], slurm: Option<&Slurm>) -> Child {
+    let mut c = Command::new(worker());
+    c.current_dir(env.path())
+        .env_remove("OPENAI_BASE_URL")
+        .args(["--db", env.db().to_str().unwrap()])
+        .args(["--ledger", env.ledger().to_str().unwrap()])
+        .args([
+            "run",
+            task.to_str().unwrap(),
+            "--json",
+            "--worker",
+            &worker(),
+        ])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(env.path().join("run.out")).unwrap())
+        .stderr(std::fs::File::create(env.path().join("run.err")).unwrap());
+    if let Some(s) = slurm {
+        c.env("SLURM_CONF", s.conf());
+    }
+    c.spawn().unwrap()
+}
+
+/// Waits for the run to end; its report and its stderr.
+fn finish(env: &Env, mut child: Child) -> (serde_json::Value, String) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the run did not end in 300 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let err = std::fs::read_to_string(env.path().join("run.err")).unwrap();
+    let out = std::fs::read_to_string(env.path().join("run.out")).unwrap();
+    let report = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    (report, err)
+}
+
+/// Every seq of the run recorded once, 1..=n.
+fn assert_recorded_once(env: &Env, n: i64) {
+    let seqs: Vec<i64> = rows(env, "SELECT seq FROM candidates ORDER BY seq")
+        .iter()
+        .map(|r| r["seq"].as_i64().unwrap())
+        .collect();
+    assert_eq!(seqs, (1..=n).collect::<Vec<_>>());
+    assert_consistent(env);
+}
+
+/// The run ends finished with `n` candidates, each recorded once, after at least one
+/// abandoned evaluation; its stderr.
+fn assert_retried_and_recorded_once(env: &Env, child: Child, n: i64) -> String {
+    let (report, err) = finish(env, child);
+    assert!(
+        err.contains("evaluation abandoned (not recorded), retrying"),
+        "{err}"
+    );
+    assert_eq!(report["status"], "finished", "{err}");
+    assert_eq!(report["candidates"], n);
+    assert_recorded_once(env, n);
+    err
+}
+
+/// Waits until `ready` holds, polling; false after `limit`.
+fn wait_for(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if ready() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn an_ssh_target_evaluates_in_the_nodes_context_and_records_here() {
+    let sshd = match Sshd::start() {
+        Ok(s) => s,
+        Err(why) => return skipped(&format!("ssh target: {why}")),
+    };
+    let env = Env::new();
+    let task = env.task("spin");
+    let (target, ssh) = (sshd.target(), sshd.ssh_command());
+    let args = [
+        "--budget",
+        "4",
+        "--seed",
+        "3",
+        "--target",
+        &target,
+        "--ssh-command",
+        &ssh,
+    ];
+    let (report, err) = finish(&env, spawn_run(&env, &task, &args, None));
+    assert_eq!(report["status"], "finished", "{err}");
+    assert_eq!(report["candidates"], 4);
+    assert!(err.contains(&format!("evaluating on {target}")), "{err}");
+    // The node is this machine, so its context is the one probed here.
+    let here = env.json(&["context", task.to_str().unwrap()]);
+    assert_eq!(report["context_id"], here["context_id"]);
+    assert!(report["best_score"].as_f64().unwrap() > 0.0);
+    assert_recorded_once(&env, 4);
+}
+
+#[test]
+fn a_connection_dropped_mid_benchmark_is_retried_and_recorded_once() {
+    let sshd = match Sshd::start() {
+        Ok(s) => s,
+        Err(why) => return skipped(&format!("ssh target: {why}")),
+    };
+    let env = Env::new();
+    let task = env.spin_without_screening();
+    let (target, ssh) = (sshd.target(), sshd.ssh_command());
+    // A second target nothing listens on: left out at the start, the run goes on.
+    let dead = format!("ssh://root@127.0.0.1:{}", super::engines::free_port());
+    let args = [
+        "--budget",
+        "2",
+        "--seed",
+        "5",
+        "--target",
+        &target,
+        "--target",
+        &dead,
+        "--ssh-command",
+        &ssh,
+    ];
+    let child = spawn_run(&env, &task, &args, None);
+    // Once the first candidate's benchmarks run (the probe and the reference figures are
+    // done), every ssh session of the server is cut.
+    let candidates = || {
+        rows(
+            &env,
+            "SELECT count(*) AS n FROM runs WHERE start_score IS NOT NULL",
+        )[0]["n"]
+            == 1
+    };
+    assert!(wait_for(Duration::from_secs(120), || {
+        env.db().exists() && candidates() && sshd.runs("bench")
+    }));
+    assert!(sshd.cut_sessions(), "no ssh session to cut");
+    let err = assert_retried_and_recorded_once(&env, child, 2);
+    assert!(err.contains(&format!("target left out: {dead}")), "{err}");
+}
+
+#[test]
+fn slurm_evaluates_candidates_in_parallel_job_steps() {
+    let slurm = match Slurm::start() {
+        Ok(s) => s,
+        Err(why) => return skipped(&format!("slurm target: {why}")),
+    };
+    let env = Env::new();
+    let task = env.task("spin");
+    let args = [
+        "--budget", "4", "--seed", "7", "--target", "slurm", "--jobs", "2",
+    ];
+    let mut child = spawn_run(&env, &task, &args, Some(&slurm));
+    let mut most = 0;
+    while child.try_wait().unwrap().is_none() {
+        let n = slurm
+            .running()
+            .iter()
+            .filter(|(_, name)| name == "polymorph-spin-evaluate")
+            .count();
+        most = most.max(n);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (report, err) = finish(&env, child);
+    assert_eq!(report["status"], "finished", "{err}");
+    assert_eq!(report["candidates"], 4);
+    assert_eq!(most, 2, "never two evaluations in flight at once");
+    assert_recorded_once(&env, 4);
+}
+
+#[test]
+fn a_slurm_job_cancelled_mid_benchmark_is_retried_and_recorded_once() {
+    let slurm = match Slurm::start() {
+        Ok(s) => s,
+        Err(why) => return skipped(&format!("slurm target: {why}")),
+    };
+    let env = Env::new();
+    let task = env.spin_without_screening();
+    let args = ["--budget", "2", "--seed", "9", "--target", "slurm"];
+    let child = spawn_run(&env, &task, &args, Some(&slurm));
+    let mut job = None;
+    assert!(wait_for(Duration::from_secs(120), || {
+        job = slurm
+            .running()
+            .into_iter()
+            .find(|(_, name)| name == "polymorph-spin-evaluate")
+            .map(|(id, _)| id);
+        job.as_ref().is_some_and(|id| slurm.job_runs(id, "bench"))
+    }));
+    let id = job.unwrap();
+    let cancelled = slurm.command("scancel").arg(&id).status().unwrap();
+    assert!(cancelled.success());
+    assert_retried_and_recorded_once(&env, child, 2);
+}
