@@ -7,7 +7,7 @@ use polymorph::engine::agent_host::AgentSettings;
 use polymorph::engine::remote::{Target, TargetOptions};
 use polymorph::engine::{RunOptions, RunReport, runner};
 use polymorph::record::{LockFile, ProposerChoice, RunProposer, Store};
-use sandbox::CancelFlag;
+use sandbox::{CancelFlag, Isolation, Runner};
 use std::path::Path;
 
 pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
@@ -47,8 +47,13 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
     };
     let _lock = LockFile::run(&cli.db)?;
     let store = Store::open(&cli.db).await?;
+    // With remote targets no task process runs here: the nodes report their own isolation.
+    let runner = match opts.targets {
+        Some(_) => Runner::new(Isolation::Plain("evaluations run on remote targets".into())),
+        None => runner(),
+    };
     let report =
-        polymorph::engine::run(&store, &cli.ledger, &a.task_dir, &opts, &runner(), cancel).await?;
+        polymorph::engine::run(&store, &cli.ledger, &a.task_dir, &opts, &runner, cancel).await?;
     print_run(&report, &cli.ledger, a.json)
 }
 

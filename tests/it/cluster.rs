@@ -215,3 +215,43 @@ fn a_slurm_job_cancelled_mid_benchmark_is_retried_and_recorded_once() {
     assert!(cancelled.success());
     assert_retried_and_recorded_once(&env, child, 2);
 }
+
+#[test]
+fn sigterm_during_a_slurm_evaluation_ends_its_job_and_the_run_resumes() {
+    let slurm = match Slurm::start() {
+        Ok(s) => s,
+        Err(why) => return skipped(&format!("slurm target: {why}")),
+    };
+    let env = Env::new();
+    let task = env.spin_without_screening();
+    let args = ["--budget", "3", "--seed", "13", "--target", "slurm"];
+    let mut child = spawn_run(&env, &task, &args, Some(&slurm));
+    assert!(wait_for(Duration::from_secs(120), || {
+        slurm
+            .running()
+            .iter()
+            .any(|(id, name)| name == "polymorph-spin-evaluate" && slurm.job_runs(id, "bench"))
+    }));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let stopped = Instant::now();
+    assert!(wait_for(Duration::from_secs(30), || {
+        child.try_wait().unwrap().is_some()
+    }));
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(stopped.elapsed() < Duration::from_secs(20));
+    assert!(
+        wait_for(Duration::from_secs(15), || slurm.running().is_empty()),
+        "a job outlived the run: {:?}",
+        slurm.running()
+    );
+    assert_eq!(
+        rows(&env, "SELECT status FROM runs")[0]["status"],
+        "interrupted"
+    );
+    assert_consistent(&env);
+    let (report, err) = finish(&env, spawn_run(&env, &task, &args, Some(&slurm)));
+    assert_eq!(report["status"], "finished", "{err}");
+    assert_eq!(report["run_id"], 1, "the interrupted run was resumed");
+    assert_recorded_once(&env, 3);
+}
