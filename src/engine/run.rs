@@ -7,7 +7,7 @@ use super::agent_host::AgentSettings;
 use super::evaluator::{Evaluator, base_job};
 use super::ledger_sync::sync_ledger;
 use super::proposers::{Strategy, make_proposer, resolve_proposer};
-use super::remote::{Pool, Remote, Target, TargetOptions};
+use super::remote::{NoTargetLeft, Pool, Remote, Target, TargetOptions};
 use super::report::{RunReport, final_measurement};
 use super::run_loop::Loop;
 use super::simulate::{harness, simulated};
@@ -178,6 +178,9 @@ pub async fn run(
     let (status, message) = match &outcome {
         Ok((m, ..)) if cancel.load(Ordering::SeqCst) => (RunStatus::Interrupted, m.clone()),
         Ok((m, ..)) => (RunStatus::Finished, m.clone()),
+        Err(e) if e.downcast_ref::<NoTargetLeft>().is_some() => {
+            (RunStatus::Interrupted, Some(format!("{e:#}")))
+        }
         Err(e) => (RunStatus::Failed, Some(format!("{e:#}"))),
     };
     store

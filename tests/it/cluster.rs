@@ -255,3 +255,52 @@ fn sigterm_during_a_slurm_evaluation_ends_its_job_and_the_run_resumes() {
     assert_eq!(report["run_id"], 1, "the interrupted run was resumed");
     assert_recorded_once(&env, 3);
 }
+
+#[test]
+fn a_target_that_keeps_failing_is_left_out_and_the_run_resumes_elsewhere() {
+    let first = match Sshd::start() {
+        Ok(s) => s,
+        Err(why) => return skipped(&format!("ssh target: {why}")),
+    };
+    let env = Env::new();
+    let task = env.spin_without_screening();
+    let run = |sshd: &Sshd| {
+        let (target, ssh) = (sshd.target(), sshd.ssh_command());
+        let args = [
+            "--budget",
+            "3",
+            "--seed",
+            "17",
+            "--target",
+            &target,
+            "--ssh-command",
+            &ssh,
+        ];
+        spawn_run(&env, &task, &args, None)
+    };
+    let mut child = run(&first);
+    assert!(wait_for(Duration::from_secs(120), || first.runs("bench")));
+    let gone = first.target();
+    first.stop();
+    assert!(wait_for(Duration::from_secs(60), || {
+        child.try_wait().unwrap().is_some()
+    }));
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+    let err = std::fs::read_to_string(env.path().join("run.err")).unwrap();
+    assert!(
+        err.contains(&format!("target {gone} left out after 3 faults in a row")),
+        "{err}"
+    );
+    assert_eq!(
+        rows(&env, "SELECT status FROM runs")[0]["status"],
+        "interrupted",
+        "{err}"
+    );
+    assert_consistent(&env);
+    // Another box of the same context takes over: the same run goes on to the end.
+    let second = Sshd::start().unwrap();
+    let (report, err) = finish(&env, run(&second));
+    assert_eq!(report["status"], "finished", "{err}");
+    assert_eq!(report["run_id"], 1, "the interrupted run was resumed");
+    assert_recorded_once(&env, 3);
+}

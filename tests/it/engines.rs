@@ -117,6 +117,12 @@ impl Sshd {
             .is_ok_and(|s| s.success())
     }
 
+    /// Takes the whole server down: its sessions cut, then the server itself.
+    pub fn stop(self) {
+        self.cut_sessions();
+        drop(self);
+    }
+
     /// The `--ssh-command` that uses the test's key and trusts the test's host key.
     pub fn ssh_command(&self) -> String {
         format!(

@@ -8,5 +8,5 @@ pub mod target;
 pub mod wire;
 pub mod worker;
 
-pub use pool::Pool;
+pub use pool::{NoTargetLeft, Pool};
 pub use target::{Remote, Target, TargetOptions};

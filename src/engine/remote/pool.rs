@@ -13,6 +13,22 @@ use std::sync::Mutex;
 /// Faults in a row after which a target is left out.
 pub const MAX_FAULTS_IN_A_ROW: usize = 3;
 
+/// Every target was left out: the run stops as interrupted (resumable once the cluster is
+/// back), never as a failure of the task.
+#[derive(Debug)]
+pub struct NoTargetLeft;
+
+impl std::fmt::Display for NoTargetLeft {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "every target failed {MAX_FAULTS_IN_A_ROW} times in a row; nothing of the abandoned evaluations was recorded (run again to resume)"
+        )
+    }
+}
+
+impl std::error::Error for NoTargetLeft {}
+
 struct Slot {
     id: usize,
     remote: Remote,
@@ -103,9 +119,7 @@ impl Pool {
             let (id, remote) = {
                 let mut st = self.state();
                 if st.slots.is_empty() {
-                    bail!(
-                        "every target failed {MAX_FAULTS_IN_A_ROW} times in a row; nothing of the abandoned evaluations was recorded"
-                    );
+                    return Err(NoTargetLeft.into());
                 }
                 let i = st.next % st.slots.len();
                 st.next = i + 1;

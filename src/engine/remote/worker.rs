@@ -172,6 +172,8 @@ fn evaluate(
     candidate: sandbox::FileTree,
     judge: &Judge<'_>,
 ) -> Outcome {
+    // The incumbent's build and test were this job's processes too.
+    let (incumbent_process, _) = h.take_times();
     let ev = h.evaluate_tree(candidate, incumbent, judge);
     let failure = (ev.verdict == crate::measure::Verdict::Failed)
         .then(|| (ev.stage, ev.reason.clone(), ev.log.clone()));
@@ -183,7 +185,7 @@ fn evaluate(
             .collect(),
         failure,
         bench_seconds: ev.bench_seconds,
-        process_seconds: ev.process_seconds,
+        process_seconds: ev.process_seconds + incumbent_process.as_secs_f64(),
         cancelled: ev.cancelled,
     })
 }
