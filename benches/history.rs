@@ -1,4 +1,4 @@
-//! Measures `history`, `review` and `show`, and the review page's main views, on a runs.db with
+//! Measures `history`, `review`, `show` and `best`, and the review page's main views, on a runs.db with
 //! 100,000 candidates (generated: 100 runs of 1,000 candidates, each with an evaluation and 8
 //! samples, 5 accepted entries per run waiting for review), timing the real binary as a user
 //! runs it and the page's requests as a browser makes them.
@@ -8,7 +8,7 @@
 
 use polymorph::measure::{Interval, SampleSide, Verdict};
 use polymorph::record::store::{NewEntry, NewEvaluation, NewSample};
-use polymorph::record::{ChangeKind, ProposerKind, RunProposer, RunStatus, Stage, Store};
+use polymorph::record::{ChangeKind, Ledger, ProposerKind, RunProposer, RunStatus, Stage, Store};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -91,11 +91,32 @@ fn report(what: &str, mut times: Vec<f64>) {
     );
 }
 
-/// `runs` finished runs of `per_run` generated candidates each, one transaction per run; the
-/// number of accepted entries (pending review).
-async fn generate(store: &Store, runs: i64, per_run: i64) -> i64 {
+/// A one-file tree for the k-th generated ledger commit.
+fn tree(k: i64) -> sandbox::FileTree {
+    let mut t = sandbox::FileTree::default();
+    t.insert(
+        sandbox::RelPath::new("p.h").unwrap(),
+        format!("#define K {k}\n").into_bytes(),
+    );
+    t
+}
+
+/// `runs` finished runs of `per_run` generated candidates each, one transaction per run, and a
+/// real ledger whose branch holds every accepted entry; the number of those (pending review).
+async fn generate(store: &Store, ledger: &Ledger, runs: i64, per_run: i64) -> i64 {
     store
         .upsert_context("gen", "ctx000000000", "{}")
+        .await
+        .unwrap();
+    let mut head = ledger.write_commit(None, &tree(0), "origin").unwrap();
+    store
+        .insert_origin(
+            "gen",
+            "ctx000000000",
+            "gen/ctx000000000",
+            &head.to_string(),
+            None,
+        )
         .await
         .unwrap();
     let mut entries = 0i64;
@@ -123,9 +144,12 @@ async fn generate(store: &Store, runs: i64, per_run: i64) -> i64 {
             };
             let entry = accepted.then(|| {
                 entries += 1;
+                head = ledger
+                    .write_commit(Some(head), &tree(entries), "generated")
+                    .unwrap();
                 NewEntry {
                     branch: "gen/ctx000000000".into(),
-                    commit_sha: format!("{entries:040x}"),
+                    commit_sha: head.to_string(),
                     score: Some(1.0),
                     params: None,
                 }
@@ -140,6 +164,7 @@ async fn generate(store: &Store, runs: i64, per_run: i64) -> i64 {
             .await
             .unwrap();
     }
+    ledger.set_branch("gen/ctx000000000", head).unwrap();
     entries
 }
 
@@ -155,19 +180,23 @@ async fn main() {
     let db = dir.path().join("runs.db");
     let store = Store::open(&db).await.unwrap();
     let started = Instant::now();
-    let entries = generate(&store, runs, per_run).await;
+    let ledger = Ledger::open_or_init(&dir.path().join("ledger")).unwrap();
+    let entries = generate(&store, &ledger, runs, per_run).await;
     store.close().await;
     println!(
         "generated {total} candidates ({entries} pending entries) in {:.1}s",
         started.elapsed().as_secs_f64()
     );
     let bin = env!("CARGO_BIN_EXE_polymorph");
+    let middle = (total / 2).to_string();
     for args in [
         vec!["history"],
         vec!["history", "--json"],
         vec!["history", "--verdict", "accepted"],
         vec!["review"],
-        vec!["show", "50000"],
+        vec!["show", middle.as_str()],
+        vec!["best", "gen", "--context", "ctx000000000"],
+        vec!["best", "gen", "--context", "ctx000000000", "--json"],
     ] {
         let mut times = Vec::new();
         for _ in 0..5 {
@@ -208,12 +237,13 @@ async fn main() {
         .and_then(|r| r.split('/').next())
         .and_then(|p| p.parse().ok())
         .unwrap();
+    let candidate = format!("/api/candidates/{middle}");
     for path in [
         "/",
         "/api/runs",
         "/api/entries",
         "/api/runs/50/plot.svg",
-        "/api/candidates/50000",
+        candidate.as_str(),
     ] {
         let times = (0..5)
             .map(|_| {

@@ -5,7 +5,9 @@
 use super::evaluate::{Evaluation, candidate_tree};
 use super::harness::{Built, Failure, Harness};
 use super::remote::Pool;
-use super::remote::wire::{Job, Op, Outcome, WireEvaluation, WireTree, WireWorkload};
+use super::remote::wire::{
+    Job, Op, Outcome, PROTOCOL, VERSION, WireEvaluation, WireTree, WireWorkload,
+};
 use crate::measure::{Decision, Judge, Sample};
 use crate::record::Stage;
 use crate::task::Resolved;
@@ -59,6 +61,8 @@ pub fn base_job(r: &Resolved) -> Result<Job> {
         .map(|n| n.to_string_lossy().into_owned())
         .context("the task directory has no name")?;
     Ok(Job {
+        protocol: PROTOCOL,
+        version: VERSION.to_string(),
         task_dir_name: dir_name,
         source: WireTree::from(&r.source),
         workload,

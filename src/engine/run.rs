@@ -1,7 +1,7 @@
-//! The verified-improvement loop: resolve the context, make sure the ledger branch and runs.db
-//! agree, build the incumbent, then propose -> evaluate -> record, one candidate at a time,
-//! moving the incumbent forward on each accepted candidate. A killed run resumes where it
-//! stopped: evaluations are recorded whole or not at all, and the branch only moves after.
+//! A run: resolve the context (here, or on the remote targets' nodes), make sure the ledger
+//! branch and runs.db agree, start or resume the run row, hand the loop (`run_loop.rs`) the
+//! proposer and where to evaluate, and measure start, best and hand-tuned side by side at the
+//! end. A killed run resumes where it stopped.
 
 use super::agent_host::AgentSettings;
 use super::evaluator::{Evaluator, base_job};

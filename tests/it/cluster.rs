@@ -304,3 +304,31 @@ fn a_target_that_keeps_failing_is_left_out_and_the_run_resumes_elsewhere() {
     assert_eq!(report["run_id"], 1, "the interrupted run was resumed");
     assert_recorded_once(&env, 3);
 }
+
+#[test]
+fn a_worker_refuses_a_job_from_another_version_and_says_why() {
+    let job = r#"{"protocol":1,"version":"0.0.0-other","task_dir_name":"x"}"#;
+    let out = assert_cmd::Command::cargo_bin("polymorph")
+        .unwrap()
+        .arg("worker")
+        .write_stdin(format!("{job}\n"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(stdout.starts_with("POLYMORPH-REPLY "), "{stdout}");
+    assert!(
+        stdout.contains("this controller is 0.0.0-other"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("install the same version"), "{stdout}");
+    // Not a job at all: no reply, an error, so the controller counts a fault.
+    let out = assert_cmd::Command::cargo_bin("polymorph")
+        .unwrap()
+        .arg("worker")
+        .write_stdin("hello\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("POLYMORPH-REPLY"));
+}

@@ -15,6 +15,12 @@ use std::collections::BTreeMap;
 /// notices, a library's warning) cannot be taken for a reply.
 pub const REPLY_MARKER: &str = "POLYMORPH-REPLY ";
 
+/// Bumped whenever a job or a reply changes shape or meaning.
+pub const PROTOCOL: u32 = 1;
+/// This build of polymorph: a node must run the same one, so its harness and judge settings
+/// mean what the controller's do.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// A file tree: path -> (executable, base64 bytes).
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct WireTree(BTreeMap<String, (bool, String)>);
@@ -76,6 +82,8 @@ impl WireWorkload {
 /// One job for a worker.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Job {
+    pub protocol: u32,
+    pub version: String,
     /// The task's directory name (the task is loaded from a directory of that name).
     pub task_dir_name: String,
     /// The task directory as the controller read it.

@@ -4,7 +4,8 @@
 //! reply line. Its stdin closing (the controller gone, the connection dropped) cancels the job.
 
 use super::wire::{
-    Job, Op, Outcome, REPLY_MARKER, Reply, WireEvaluation, WireSample, WireWorkload,
+    Job, Op, Outcome, PROTOCOL, REPLY_MARKER, Reply, VERSION, WireEvaluation, WireSample,
+    WireWorkload,
 };
 use crate::engine::harness::{Built, Harness};
 use crate::measure::Judge;
@@ -36,8 +37,26 @@ pub fn serve(cancel: CancelFlag) -> Result<()> {
     if line.trim().is_empty() {
         bail!("no job on stdin");
     }
-    let job: Job = serde_json::from_str(&line).context("the job is not valid")?;
+    let raw: serde_json::Value = serde_json::from_str(&line).context("the job is not JSON")?;
     drop(stdin);
+    let (protocol, version) = (raw["protocol"].as_u64(), raw["version"].as_str());
+    if protocol != Some(u64::from(PROTOCOL)) || version != Some(VERSION) {
+        // Answered, not failed: another node would say the same; the run must stop.
+        let reply = Reply {
+            node: node_name(),
+            sandbox: String::new(),
+            context_id: String::new(),
+            fingerprint: serde_json::Value::Null,
+            result: Outcome::TaskError(format!(
+                "polymorph there is {VERSION} (protocol {PROTOCOL}), this controller is {} (protocol {}): install the same version on the nodes",
+                version.unwrap_or("?"),
+                protocol.map_or("?".into(), |p| p.to_string())
+            )),
+        };
+        println!("{REPLY_MARKER}{}", serde_json::to_string(&reply)?);
+        return Ok(());
+    }
+    let job: Job = serde_json::from_value(raw).context("the job is not valid")?;
     // Anything after the job line is ignored; end of input means the controller is gone.
     let watch = cancel.clone();
     std::thread::spawn(move || {
