@@ -169,7 +169,8 @@ fn slurm_evaluates_candidates_in_parallel_job_steps() {
         Err(why) => return skipped(&format!("slurm target: {why}")),
     };
     let env = Env::new();
-    let task = env.task("spin");
+    // Six pairs a candidate: each job runs long enough to be seen beside the other.
+    let task = env.spin_without_screening();
     let args = [
         "--budget", "4", "--seed", "7", "--target", "slurm", "--jobs", "2",
     ];
