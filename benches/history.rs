@@ -76,6 +76,7 @@ fn generated(run: i64, k: i64, verdict: Verdict) -> NewEvaluation {
         overhead_ms: 0.0,
         log: None,
         samples,
+        states: Vec::new(),
         usage: None,
     }
 }

@@ -42,9 +42,16 @@ pub async fn show(cli: &Cli, a: ShowArgs) -> Result<()> {
         entry,
         per_case,
         diff,
+        states,
     } = d;
     print_summary(store, &c, entry.as_ref()).await?;
     print_cases(&per_case);
+    if !states.is_empty() {
+        println!("\n  machine state when each bench process started:");
+        for s in &states {
+            println!("    pair {:>2} {:<10} {}", s.round + 1, s.side, s.state);
+        }
+    }
     if let Some(d) = diff.filter(|d| !d.is_empty()) {
         println!();
         print_diff(&d);

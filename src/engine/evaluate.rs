@@ -6,7 +6,7 @@ use super::harness::{Built, Failure, Harness};
 use super::report::Provenance;
 use crate::measure::{Decision, Judge, Sample, SampleSide, Summary, Verdict, same_cases};
 use crate::record::Stage;
-use crate::record::store::{NewEvaluation, NewSample};
+use crate::record::store::{NewEvaluation, NewSample, StateRow};
 use crate::record::{ChangeKind, RunProposer};
 use crate::task::{Resolved, Task};
 use agent::params_key;
@@ -57,8 +57,16 @@ impl Evaluation {
             ),
         };
         let mut samples = Vec::new();
+        let mut states = Vec::new();
         for (round, (a, b)) in ev.pairs.iter().enumerate() {
             for (side, s) in [(SampleSide::Incumbent, a), (SampleSide::Candidate, b)] {
+                if let Some(state) = &s.state {
+                    states.push(StateRow {
+                        round: round as i64,
+                        side,
+                        state: state.clone(),
+                    });
+                }
                 for (case, v) in &s.cases {
                     samples.push(NewSample {
                         round: round as i64,
@@ -94,6 +102,7 @@ impl Evaluation {
             overhead_ms: 0.0,
             log: ev.log.clone(),
             samples,
+            states,
             usage: proposal.usage.clone(),
         }
     }

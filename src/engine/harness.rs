@@ -24,6 +24,8 @@ const OUTPUT_CAP: usize = 64 * 1024;
 const LOG_CAP: usize = 8 * 1024;
 /// Largest file a task command may write; builds of real projects stay far below.
 const MAX_FILE_BYTES: u64 = 1 << 30;
+/// Characters of a machine state kept per sample.
+const STATE_CAP: usize = 200;
 /// Where a workload given on the command line is placed inside each tree.
 const EXTERNAL_WORKLOAD: &str = ".polymorph/workload.json";
 /// Environment variables a task command always gets from polymorph's own environment.
@@ -353,6 +355,7 @@ impl<'a> Harness<'a> {
                 format!("locking {}: {e}", self.bench_lock.display()),
             )
         })?;
+        let state = self.machine_state();
         let bench = self.task.commands.bench.clone();
         let result = self.run(&bench, built.ws.path(), TreeAccess::ReadOnly, Stage::Bench);
         let _ = lock.unlock();
@@ -361,7 +364,7 @@ impl<'a> Harness<'a> {
         if !out.success() {
             return Err(self.command_failure(Stage::Bench, "bench failed", &out));
         }
-        parse_sample(
+        let mut sample = parse_sample(
             &out.stdout,
             &self.task.metric.name,
             self.task.metric.limit.as_deref(),
@@ -370,7 +373,27 @@ impl<'a> Harness<'a> {
             stage: Stage::Bench,
             reason: format!("bench output invalid: {why}"),
             log: Some(tail(&out.stdout, LOG_CAP)),
-        })
+        })?;
+        sample.state = state;
+        Ok(sample)
+    }
+
+    /// The task's `[commands] state` read now, as one short line; what went wrong instead when
+    /// it failed (a state is an explanation of a sample, never a reason to drop it).
+    fn machine_state(&mut self) -> Option<String> {
+        let cmd = self.task.commands.state.as_ref()?;
+        let path_var = self
+            .task
+            .path_var(&std::env::var("PATH").unwrap_or_default());
+        let started = std::time::Instant::now();
+        let read = crate::task::context::probe(cmd, &path_var);
+        self.process_time += started.elapsed();
+        let text = match read {
+            Ok(Some(out)) => out.lines().map(str::trim).collect::<Vec<_>>().join("; "),
+            Ok(None) => format!("`{cmd}` failed"),
+            Err(e) => format!("{e:#}"),
+        };
+        Some(text.chars().take(STATE_CAP).collect())
     }
 
     /// Interleaved samples of several built trees, `rounds` each, in rotating order.

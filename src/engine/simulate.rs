@@ -210,6 +210,7 @@ impl Simulation {
             Sample {
                 cases: s.cases.clone(),
                 limit: s.limit,
+                state: None,
             },
             s.seconds,
         ))

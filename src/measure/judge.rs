@@ -285,6 +285,7 @@ mod tests {
         Sample {
             cases: BTreeMap::from([("a".to_string(), a), ("b".to_string(), b)]),
             limit: None,
+            state: None,
         }
     }
 

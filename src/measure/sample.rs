@@ -19,6 +19,8 @@ pub struct Sample {
     /// The hardware's limit the same process measured (`[metric] limit`, e.g. the device's copy
     /// bandwidth), when the task declares one.
     pub limit: Option<f64>,
+    /// What the machine was like when the process started (the task's `[commands] state`).
+    pub state: Option<String>,
 }
 
 impl Sample {
@@ -87,7 +89,11 @@ pub fn parse_sample(stdout: &str, metric: &str, limit: Option<&str>) -> Result<S
             }
         }
     };
-    Ok(Sample { cases, limit })
+    Ok(Sample {
+        cases,
+        limit,
+        state: None,
+    })
 }
 
 text_enum! {

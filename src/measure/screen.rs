@@ -55,6 +55,7 @@ mod tests {
         let s = |(a, b): (f64, f64)| Sample {
             cases: BTreeMap::from([("a".to_string(), a), ("b".to_string(), b)]),
             limit: None,
+            state: None,
         };
         (s(inc), s(cand))
     }

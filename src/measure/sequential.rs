@@ -105,6 +105,7 @@ pub fn simulate(
     let sample = |v: f64| Sample {
         cases: std::collections::BTreeMap::from([("c".to_string(), v)]),
         limit: None,
+        state: None,
     };
     let (mut accepted, mut pairs_total) = (0usize, 0usize);
     for _ in 0..sims {

@@ -78,7 +78,7 @@ const PROBE_POLL: Duration = Duration::from_millis(20);
 
 /// Runs a probe command with only PATH set, in its own process group (killed whole at the
 /// timeout); its stdout when it succeeds, `None` when it fails, an error when it hangs.
-fn probe(cmd: &str, path_var: &str) -> Result<Option<String>> {
+pub fn probe(cmd: &str, path_var: &str) -> Result<Option<String>> {
     use std::io::Read as _;
     use std::os::unix::process::CommandExt as _;
     let Ok(mut child) = Command::new("sh")

@@ -13,6 +13,10 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// What a GPU task records at each bench process unless it says otherwise: the SM clock and
+/// the temperature, read (never set).
+pub const NVIDIA_STATE: &str =
+    "nvidia-smi --query-gpu=clocks.sm,temperature.gpu --format=csv,noheader";
 /// Per-command limit when a task names none: long enough for a real build.
 const DEFAULT_TIMEOUT_S: u64 = 300;
 /// Implausible gain factor (DESIGN.md: 10x by default).
@@ -40,6 +44,9 @@ pub struct Commands {
     pub timeout: Duration,
     /// Extra environment variables passed through to commands (never secrets).
     pub env: Vec<String>,
+    /// Read right before each bench process, outside the sandbox (like the context probes),
+    /// and kept with its sample: what the machine was like (a GPU's SM clock and temperature).
+    pub state: Option<String>,
 }
 
 /// A loaded, validated task.
@@ -109,6 +116,7 @@ struct RawCommands {
     timeout_s: Option<u64>,
     #[serde(default)]
     env: Vec<String>,
+    state: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -234,13 +242,23 @@ impl Task {
             Some(p) => Some(python::parse(&dir, &raw.name, file, &p.requirements)?),
             None => None,
         };
+        let cmds = commands(file, raw.commands)?;
         Ok(Task {
             name: raw.name,
             description: raw.description.trim().to_string(),
             editable_globs: raw.files.editable,
             editable,
             exclude,
-            commands: commands(file, raw.commands)?,
+            commands: Commands {
+                state: match cmds.state {
+                    Some(s) if s.trim().is_empty() => None,
+                    Some(s) => Some(s),
+                    None => requires
+                        .contains(&Requirement::NvidiaGpu)
+                        .then(|| NVIDIA_STATE.to_string()),
+                },
+                ..cmds
+            },
             metric: metric(file, raw.metric)?,
             judge: judge(file, raw.judge)?,
             hand_tuned,
@@ -330,6 +348,8 @@ fn commands(file: &Path, raw: RawCommands) -> Result<Commands> {
         bench,
         timeout: Duration::from_secs(timeout_s),
         env: raw.env,
+        // `state = ""` turns the default off.
+        state: raw.state,
     })
 }
 

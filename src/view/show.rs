@@ -2,7 +2,7 @@
 //! entry, its samples per case (incumbent and candidate, pair by pair) and its diff.
 
 use crate::measure::{SampleSide, median};
-use crate::record::store::{CandidateRow, EntryRow};
+use crate::record::store::{CandidateRow, EntryRow, StateRow};
 use crate::record::{EntryKind, Ledger, Store};
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
@@ -15,6 +15,8 @@ pub struct ShowData {
     /// Per case: (incumbent samples, candidate samples).
     pub per_case: std::collections::BTreeMap<String, (Vec<f64>, Vec<f64>)>,
     pub diff: Option<String>,
+    /// The machine's state at each bench process, for tasks that read one.
+    pub states: Vec<StateRow>,
 }
 
 pub async fn show_data(
@@ -61,6 +63,7 @@ pub async fn show_data(
         entry,
         per_case,
         diff,
+        states: store.sample_states(cid).await?,
     })
 }
 
@@ -83,6 +86,6 @@ pub fn show_json(d: &ShowData) -> Result<Value> {
             "id": e.id, "commit": e.commit_sha, "branch": e.branch, "review_state": e.review_state,
             "reviewed_by": e.reviewed_by, "reviewed_at": e.reviewed_at, "review_reason": e.review_reason,
         })),
-        "cases": cases, "diff": d.diff, "log": c.log, "created_at": c.created_at,
+        "cases": cases, "states": d.states.iter().map(|s| json!({ "round": s.round, "side": s.side, "state": s.state })).collect::<Vec<_>>(), "diff": d.diff, "log": c.log, "created_at": c.created_at,
     }))
 }

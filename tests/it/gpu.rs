@@ -68,6 +68,15 @@ fn the_cuda_task_builds_tests_and_benchmarks_on_a_gpu() {
     assert_eq!(out["trees"].as_array().unwrap().len(), 2, "{out}");
     // Each figure also as a share of the copy bandwidth the bench measured.
     assert!(out["trees"][1]["limit"].as_f64().unwrap() > 0.0, "{out}");
+    // Every bench process of a run records the SM clock and temperature it started at.
+    let t = task.to_str().unwrap();
+    env.json(&["run", t, "--budget", "1", "--seed", "2"]);
+    let states = env.json(&["query", "SELECT state FROM sample_states"]);
+    let states = states.as_array().unwrap();
+    assert!(!states.is_empty());
+    for row in states {
+        assert!(row["state"].as_str().unwrap().contains("MHz"), "{row}");
+    }
 }
 
 /// Where nvcc exists (CI installs it from PyPI; no GPU needed to compile), the CUDA task builds:

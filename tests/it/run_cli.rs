@@ -1,6 +1,6 @@
 //! End-to-end: the real binary on real tasks, real git ledgers and real runs.db files.
 
-use crate::common::{Env, files_line};
+use crate::common::{Env, edit, files_line};
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 use serde_json::Value;
@@ -244,5 +244,49 @@ fn check_prints_start_and_hand_tuned_side_by_side() {
     assert!(
         trees[1]["score"].as_f64().unwrap() > trees[0]["score"].as_f64().unwrap() * 1.05,
         "{out}"
+    );
+}
+
+#[test]
+fn a_tasks_state_is_read_before_every_bench_process_and_shown() {
+    let env = Env::new();
+    let task = env.task("spin");
+    edit(
+        &task.join("task.toml"),
+        "timeout_s = 60",
+        "timeout_s = 60\nstate = \"echo load $(cut -d' ' -f1 /proc/loadavg)\"",
+    );
+    let report = env.json(&[
+        "run",
+        task.to_str().unwrap(),
+        "--budget",
+        "2",
+        "--seed",
+        "4",
+    ]);
+    assert_eq!(report["candidates"], 2);
+    let counts = env.json(&[
+        "query",
+        "SELECT (SELECT count(*) FROM sample_states) AS states,
+                (SELECT count(*) FROM (SELECT DISTINCT candidate_id, round, side FROM samples)) AS processes",
+    ]);
+    let processes = counts[0]["processes"].as_i64().unwrap();
+    assert!(processes >= 8, "{counts}");
+    assert_eq!(
+        counts[0]["states"].as_i64().unwrap(),
+        processes,
+        "one per bench process"
+    );
+    let states = env.json(&["query", "SELECT state FROM sample_states"]);
+    for row in states.as_array().unwrap() {
+        let text = row["state"].as_str().unwrap();
+        let load = text
+            .strip_prefix("load ")
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(load.parse::<f64>().is_ok(), "{text}");
+    }
+    env.cmd().args(["show", "1"]).assert().success().stdout(
+        contains("machine state when each bench process started")
+            .and(contains("pair  1 incumbent  load ")),
     );
 }

@@ -121,6 +121,7 @@ impl Op {
 pub struct WireSample {
     pub cases: BTreeMap<String, f64>,
     pub limit: Option<f64>,
+    pub state: Option<String>,
 }
 
 impl From<&Sample> for WireSample {
@@ -128,6 +129,7 @@ impl From<&Sample> for WireSample {
         WireSample {
             cases: s.cases.clone(),
             limit: s.limit,
+            state: s.state.clone(),
         }
     }
 }
@@ -137,6 +139,7 @@ impl From<WireSample> for Sample {
         Sample {
             cases: s.cases,
             limit: s.limit,
+            state: s.state,
         }
     }
 }

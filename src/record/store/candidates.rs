@@ -2,8 +2,8 @@
 //! one transaction, reading one back, and what the proposers and the digest learn from them.
 
 use super::{
-    CandidateRow, LossRow, NewEntry, NewEvaluation, ParamsSampleRow, SampleRow, Store, Tx, WinRow,
-    now,
+    CandidateRow, LossRow, NewEntry, NewEvaluation, ParamsSampleRow, SampleRow, StateRow, Store,
+    Tx, WinRow, now,
 };
 use anyhow::Result;
 use std::collections::HashSet;
@@ -27,6 +27,16 @@ impl Store {
             .bind(candidate_id)
             .fetch_all(&self.pool)
             .await?)
+    }
+
+    /// The machine states of a candidate's bench processes, pair by pair, incumbent first.
+    pub async fn sample_states(&self, candidate_id: i64) -> Result<Vec<StateRow>> {
+        Ok(sqlx::query_as(
+            "SELECT round, side, state FROM sample_states WHERE candidate_id = ? ORDER BY round, side DESC",
+        )
+        .bind(candidate_id)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     /// Assignments already measured in a context (never measured twice).
@@ -185,6 +195,17 @@ impl Tx {
                 .bind(s.value)
                 .execute(&mut *self.0)
                 .await?;
+        }
+        for s in &ev.states {
+            sqlx::query(
+                "INSERT INTO sample_states (candidate_id, round, side, state) VALUES (?, ?, ?, ?)",
+            )
+            .bind(candidate_id)
+            .bind(s.round)
+            .bind(s.side)
+            .bind(&s.state)
+            .execute(&mut *self.0)
+            .await?;
         }
         Ok(())
     }

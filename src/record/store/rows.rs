@@ -149,6 +149,14 @@ pub struct SampleRow {
     pub value: f64,
 }
 
+/// The machine's state when one bench process started.
+#[derive(Debug, Clone, FromRow, PartialEq)]
+pub struct StateRow {
+    pub round: i64,
+    pub side: SampleSide,
+    pub state: String,
+}
+
 /// One sample of a parameter assignment, for the model-based search (`Store::params_samples`).
 #[derive(Debug, Clone, FromRow)]
 pub struct ParamsSampleRow {
@@ -218,6 +226,8 @@ pub struct NewEvaluation {
     pub overhead_ms: f64,
     pub log: Option<String>,
     pub samples: Vec<NewSample>,
+    /// The machine's state at each bench process that recorded one: (round, side, state).
+    pub states: Vec<StateRow>,
     pub usage: Option<agent::Usage>,
 }
 
