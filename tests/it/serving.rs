@@ -71,7 +71,7 @@ fn the_embedding_server_answers_a_short_trace_and_wrong_answers_fail() {
     let workload = task.join("workloads/tiny.json");
     std::fs::write(
         &workload,
-        r#"{"name": "tiny", "rate_rps": 30, "window_s": 1, "min_tokens": 6, "max_tokens": 40, "slo_ms": 1000, "seed": 3}"#,
+        r#"{"name": "tiny", "rate_rps": 30, "window_s": 1, "min_tokens": 6, "max_tokens": 40, "slo_ms": 5000, "seed": 3}"#,
     )
     .unwrap();
     // The bench's own output: goodput (the metric), p99 and the share answered.
@@ -103,8 +103,9 @@ fn the_embedding_server_answers_a_short_trace_and_wrong_answers_fail() {
         value("goodput") > 5.0 && value("goodput") <= 40.0,
         "{stdout}"
     );
-    // A measured latency, not a speed target: on a loaded 2-core CI machine it can pass the
-    // 1 s SLO (goodput then counts fewer requests), so only its sanity is checked here.
+    // A measured latency, not a speed target: the SLO is a generous 5 s because the suite's
+    // other tests load the 2 cores (at 1 s, 15% of the requests once missed it), so only the
+    // latency's sanity is checked here.
     assert!(
         value("p99_ms") > 1.0 && value("p99_ms") < 10_000.0,
         "{stdout}"
