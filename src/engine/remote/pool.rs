@@ -38,7 +38,6 @@ struct Slot {
 struct State {
     slots: Vec<Slot>,
     next: usize,
-    faults: usize,
 }
 
 pub struct Pool {
@@ -59,11 +58,7 @@ impl Pool {
             })
             .collect();
         Pool {
-            state: Mutex::new(State {
-                slots,
-                next: 0,
-                faults: 0,
-            }),
+            state: Mutex::new(State { slots, next: 0 }),
             context_id: None,
         }
     }
@@ -71,11 +66,6 @@ impl Pool {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         // A thread that panicked mid-update leaves counters, never broken invariants.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Faulted calls so far.
-    pub fn faults(&self) -> usize {
-        self.state().faults
     }
 
     /// Probes every target and keeps those that agree with the first that answers: the run's
@@ -147,7 +137,6 @@ impl Pool {
 
     fn fault(&self, id: usize, why: &str) {
         let mut st = self.state();
-        st.faults += 1;
         let Some(i) = st.slots.iter().position(|s| s.id == id) else {
             return; // another call already left it out
         };
