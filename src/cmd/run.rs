@@ -62,6 +62,9 @@ fn targets(list: &[Target], a: &RunArgs) -> Result<Option<(Vec<Target>, TargetOp
     if a.jobs == 0 {
         bail!("--jobs must be at least 1");
     }
+    if !a.slurm_args.is_empty() && !list.contains(&Target::Slurm) {
+        bail!("--slurm-arg is for the slurm target: add --target slurm");
+    }
     if list.iter().all(|t| *t == Target::Local) {
         if a.jobs > 1 {
             bail!(

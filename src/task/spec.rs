@@ -454,3 +454,32 @@ fn existing(
     }
     Ok(Some(p))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loaded(extra_top: &str, extra_commands: &str) -> Task {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = format!(
+            "name = \"t\"\n{extra_top}\n[files]\neditable = [\"k.c\"]\n[commands]\ntest = \"./check\"\nbench = \"./bench\"\n{extra_commands}\n[metric]\nname = \"m\"\ndirection = \"maximize\"\n"
+        );
+        std::fs::write(dir.path().join("task.toml"), toml).unwrap();
+        Task::load(dir.path()).unwrap()
+    }
+
+    #[test]
+    fn a_gpu_task_reads_its_clock_and_temperature_unless_told_otherwise() {
+        let gpu = "requires = [\"nvidia-gpu\"]";
+        assert_eq!(
+            loaded(gpu, "").commands.state.as_deref(),
+            Some(NVIDIA_STATE)
+        );
+        assert_eq!(loaded(gpu, "state = \"\"").commands.state, None);
+        assert_eq!(
+            loaded(gpu, "state = \"uptime\"").commands.state.as_deref(),
+            Some("uptime")
+        );
+        assert_eq!(loaded("", "").commands.state, None);
+    }
+}

@@ -333,3 +333,36 @@ fn a_worker_refuses_a_job_from_another_version_and_says_why() {
     assert_eq!(out.status.code(), Some(2));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("POLYMORPH-REPLY"));
 }
+
+#[test]
+fn target_options_without_their_target_are_refused_before_any_work() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let t = task.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["--slurm-arg=--partition=gpu"],
+            "--slurm-arg is for the slurm target",
+        ),
+        (
+            vec!["--jobs", "2"],
+            "--jobs runs candidates in parallel on remote targets",
+        ),
+        (
+            vec!["--target", "local", "--target", "slurm"],
+            "cannot be mixed",
+        ),
+        (
+            vec!["--target", "k8s://x"],
+            "expected local, slurm or ssh://",
+        ),
+    ] {
+        env.cmd()
+            .args(["run", t, "--budget", "1"])
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+    }
+    assert!(!env.db().exists(), "nothing was started");
+}
