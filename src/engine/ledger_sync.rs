@@ -1,6 +1,7 @@
 //! Making the ledger branch and runs.db agree before a run: a new branch gets the task as given
 //! as its first commit and origin entry; a branch that lags runs.db (a process died between
-//! recording and moving it) is moved forward; a mismatched pair of db and ledger is refused.
+//! recording and moving it) is moved forward; a mismatched pair of db and ledger is refused. Two
+//! controllers sharing both may start a branch at once: one origin entry wins, both use it.
 
 use crate::record::{CommitId, Ledger, Store};
 use crate::task::Resolved;
@@ -32,7 +33,16 @@ pub async fn sync_ledger(store: &Store, ledger: &Ledger, r: &Resolved) -> Result
                 r.branch
             )
         }
-        (None, None) => start_branch(store, ledger, r).await?,
+        (None, None) => {
+            if let Err(e) = start_branch(store, ledger, r).await {
+                // Another controller sharing the database started the branch a moment earlier
+                // (a branch has one origin entry): go on from its origin.
+                if store.expected_head(&r.branch).await?.is_none() {
+                    return Err(e);
+                }
+                return Box::pin(sync_ledger(store, ledger, r)).await;
+            }
+        }
     }
     let inc = store
         .incumbent(&r.branch)

@@ -12,6 +12,7 @@ use super::report::{RunReport, final_measurement};
 use super::run_loop::Loop;
 use super::simulate::{harness, simulated};
 use super::warm_start::warm_start;
+use crate::record::store::RunClaim;
 use crate::record::{Ledger, ProposerChoice, RunProposer, RunStatus, Store};
 use crate::task::{Resolved, branch_name, resolve};
 use anyhow::{Context as _, Result, bail};
@@ -45,6 +46,8 @@ pub(super) struct Attempt {
     pub done: usize,
     pub seed: u64,
     pub resumed: bool,
+    /// This process's claim on the run (see `Store::claim_run`), held while it works in it.
+    _claim: RunClaim,
 }
 
 async fn start_or_resume(
@@ -54,10 +57,15 @@ async fn start_or_resume(
     opts: &RunOptions,
 ) -> Result<Attempt> {
     let task = &r.task;
-    if let Some(run) = store
-        .resumable_run(&task.name, &r.context_id, proposer)
+    // The newest unfinished run nobody else works in (on a shared database another live
+    // controller may hold one).
+    for run in store
+        .resumable_runs(&task.name, &r.context_id, proposer)
         .await?
     {
+        let Some(claim) = store.claim_run(run.id).await? else {
+            continue;
+        };
         let done = store.candidates_in_run(run.id).await? as usize;
         store.mark_running(run.id).await?;
         if opts.progress {
@@ -72,27 +80,35 @@ async fn start_or_resume(
             done,
             seed: run.seed as u64,
             resumed: true,
+            _claim: claim,
         });
     }
     let seed = opts
         .seed
         .unwrap_or_else(|| u64::from(rand::random::<u32>()));
-    let run_id = store
-        .create_run(
-            &task.name,
-            &task.dir.display().to_string(),
-            &r.context_id,
-            proposer,
-            opts.budget as i64,
-            seed as i64,
-        )
-        .await?;
-    Ok(Attempt {
-        run_id,
-        done: 0,
-        seed,
-        resumed: false,
-    })
+    loop {
+        let run_id = store
+            .create_run(
+                &task.name,
+                &task.dir.display().to_string(),
+                &r.context_id,
+                proposer,
+                opts.budget as i64,
+                seed as i64,
+            )
+            .await?;
+        // Another controller may resume a brand-new run before its creator claims it: then
+        // that one works in it and this one makes another.
+        if let Some(claim) = store.claim_run(run_id).await? {
+            return Ok(Attempt {
+                run_id,
+                done: 0,
+                seed,
+                resumed: false,
+                _claim: claim,
+            });
+        }
+    }
 }
 
 /// Runs the loop on a task for `opts.budget` candidates (resuming an interrupted run).

@@ -4,11 +4,12 @@
 
 use super::evaluate::Evaluation;
 use super::evaluator::Evaluator;
+use super::ledger_sync::sync_ledger;
 use super::observations::observations;
 use super::report::{Progress, Provenance, commit_message, overhead_ms, ratio, references};
 use super::run::{Attempt, RunOptions};
 use crate::measure::{Judge, Verdict};
-use crate::record::store::NewEntry;
+use crate::record::store::{NewEntry, Superseded};
 use crate::record::{CommitId, Ledger, RunProposer, Store};
 use crate::task::Resolved;
 use agent::{Params, ProposalContext, Proposer, params_key};
@@ -101,6 +102,9 @@ impl<'a> Loop<'a> {
             if self.cancel.load(Ordering::SeqCst) {
                 return Ok(Some(format!("interrupted after {} candidates", k - 1)));
             }
+            if self.store.is_shared() {
+                self.rebase(opts.progress).await?;
+            }
             let mut ctx = self
                 .proposal_context(proposer.wants_history(), proposer.wants_observations())
                 .await?;
@@ -158,7 +162,8 @@ impl<'a> Loop<'a> {
                     },
                     shared,
                 };
-                self.record(&why, chosen, &ev, &overhead).await?;
+                self.record(&why, chosen, &mut ev, &overhead, opts.progress)
+                    .await?;
                 let dir = task.metric.direction;
                 progress.line(
                     k,
@@ -217,8 +222,9 @@ impl<'a> Loop<'a> {
         &mut self,
         why: &Provenance<'_>,
         chosen: &RunProposer,
-        ev: &Evaluation,
+        ev: &mut Evaluation,
         overhead: &Overhead,
+        progress: bool,
     ) -> Result<()> {
         let (r, task) = (self.r, &self.r.task);
         let mut record = ev.record_row(r, why, chosen, self.incumbent_entry);
@@ -249,13 +255,62 @@ impl<'a> Loop<'a> {
             score: Some(summary.candidate_score),
             params: task.params_of(tree).map(|p| params_key(&p)),
         };
-        let (_, entry_id) = self.store.record(&record, Some(&entry)).await?;
+        let recorded = self.store.record(&record, Some(&entry)).await;
+        if let Err(e) = &recorded
+            && let Some(moved) = e.downcast_ref::<Superseded>()
+        {
+            // Another controller landed first: this one's gain was against an older incumbent.
+            ev.verdict = Verdict::Rejected;
+            ev.reason = format!(
+                "{}; but {moved}, so it lost the race and was not committed",
+                ev.reason
+            );
+            ev.tree = None;
+            ev.built = None;
+            let mut record = ev.record_row(r, why, chosen, self.incumbent_entry);
+            record.overhead_ms = overhead.ms(usage);
+            self.store.record(&record, None).await?;
+            self.rebase(progress).await?;
+            return Ok(());
+        }
+        let (_, entry_id) = recorded?;
         self.ledger.set_branch(&r.branch, oid)?;
         self.incumbent_entry = entry_id.context("accepted entry has no id")?;
         self.incumbent_commit = oid;
         // Scores from different moments are only roughly comparable: the progress line says "~".
         self.best_score = Some(summary.candidate_score);
         self.incumbent_params = task.params_of(tree);
+        Ok(())
+    }
+}
+
+impl Loop<'_> {
+    /// Moves onto the branch's incumbent when another controller sharing the database (or a
+    /// reviewer) moved it: the next candidates are proposed and judged against that one.
+    async fn rebase(&mut self, progress: bool) -> Result<()> {
+        let r = self.r;
+        let now = self.store.incumbent(&r.branch).await?;
+        if now.as_ref().map(|e| e.id) == Some(self.incumbent_entry) {
+            return Ok(());
+        }
+        let (entry, commit) = sync_ledger(self.store, self.ledger, r).await?;
+        let tree = self.ledger.read_tree(commit)?;
+        self.exec.set_incumbent(tree).map_err(|f| {
+            anyhow::anyhow!(
+                "the new incumbent e{entry} ({commit}) does not pass here: {}",
+                f.reason
+            )
+        })?;
+        if progress {
+            eprintln!(
+                "the incumbent of {} moved to e{entry} (another controller, or a review); continuing from it",
+                r.branch
+            );
+        }
+        self.incumbent_entry = entry;
+        self.incumbent_commit = commit;
+        self.incumbent_params = r.task.params_of(self.exec.incumbent_tree());
+        self.best_score = now.and_then(|e| e.score).or(self.best_score);
         Ok(())
     }
 }

@@ -38,24 +38,44 @@ impl std::fmt::Display for CommitId {
 impl Ledger {
     /// Opens the ledger at `path`, creating a bare repository there if nothing exists yet.
     pub fn open_or_init(path: &Path) -> Result<Ledger> {
-        let repo = if path.exists() {
-            let is_empty_dir = path.is_dir()
-                && std::fs::read_dir(path)
+        let is_empty_dir = |p: &Path| {
+            p.is_dir()
+                && std::fs::read_dir(p)
                     .map(|mut d| d.next().is_none())
-                    .unwrap_or(false);
-            if is_empty_dir {
-                Repository::init_bare(path)
-                    .with_context(|| format!("creating ledger {}", path.display()))?
-            } else {
-                Repository::open_bare(path).with_context(|| {
-                    format!("{} exists but is not a polymorph ledger (a bare git repository); pass --ledger elsewhere", path.display())
-                })?
-            }
-        } else {
-            Repository::init_bare(path)
-                .with_context(|| format!("creating ledger {}", path.display()))?
+                    .unwrap_or(false)
         };
+        if !path.exists() {
+            Self::init_whole(path)?;
+        } else if is_empty_dir(path) {
+            Repository::init_bare(path)
+                .with_context(|| format!("creating ledger {}", path.display()))?;
+        }
+        let repo = Repository::open_bare(path).with_context(|| {
+            format!("{} exists but is not a polymorph ledger (a bare git repository); pass --ledger elsewhere", path.display())
+        })?;
         Ok(Ledger { repo })
+    }
+
+    /// Creates the repository beside `path` and renames it into place, so a controller sharing
+    /// the ledger never opens one half made; if another made it first, theirs is used.
+    fn init_whole(path: &Path) -> Result<()> {
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        let staging = tempfile::Builder::new()
+            .prefix(".polymorph-ledger-")
+            .tempdir_in(parent)
+            .with_context(|| format!("creating ledger {}", path.display()))?;
+        Repository::init_bare(staging.path())
+            .with_context(|| format!("creating ledger {}", path.display()))?;
+        match std::fs::rename(staging.path(), path) {
+            Ok(()) => Ok(()),
+            Err(_) if path.exists() => Ok(()),
+            Err(e) => Err(e).with_context(|| format!("creating ledger {}", path.display())),
+        }
     }
 
     /// Opens the ledger at `path` when there is one; creates nothing (for read-only views).
@@ -140,14 +160,40 @@ impl Ledger {
 
     /// Points `branch` at `oid` (which must be a commit already written).
     pub fn set_branch(&self, branch: &str, oid: CommitId) -> Result<()> {
-        let commit = self
-            .repo
+        self.repo
             .find_commit(oid.0)
             .with_context(|| format!("ledger commit {oid} is missing"))?;
-        self.repo
-            .branch(branch, &commit, true)
-            .with_context(|| format!("moving ledger branch {branch}"))?;
-        Ok(())
+        let name = format!("refs/heads/{branch}");
+        let moving = || format!("moving ledger branch {branch}");
+        // Controllers sharing the ledger move a branch concurrently: each move is a
+        // compare-and-swap from the head it saw, and never takes the branch back to an ancestor
+        // of where another controller already moved it.
+        for _ in 0..100 {
+            let moved = match self.branch_head(branch)? {
+                Some(head) if head == oid => return Ok(()),
+                Some(head) if self.repo.graph_descendant_of(head.0, oid.0)? => return Ok(()),
+                Some(head) => {
+                    self.repo
+                        .reference_matching(&name, oid.0, true, head.0, "polymorph: move")
+                }
+                None => self.repo.reference(&name, oid.0, false, "polymorph: start"),
+            };
+            match moved {
+                Ok(_) => return Ok(()),
+                Err(e)
+                    if matches!(
+                        e.code(),
+                        git2::ErrorCode::Modified
+                            | git2::ErrorCode::Locked
+                            | git2::ErrorCode::Exists
+                    ) =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => return Err(anyhow::Error::from(e).context(moving())),
+            }
+        }
+        bail!("{}: it kept changing under this process", moving())
     }
 
     /// Where `branch` points, if it exists.

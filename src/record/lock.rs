@@ -1,18 +1,24 @@
 //! Lock files next to runs.db: `runs.db.lock` for runs, `runs.db.daemon.lock` for the daemon.
 //! An advisory lock held for the life of the process (the OS drops it if the process dies),
-//! with the holder's pid in the file for the refusal message.
+//! with the holder's pid in the file for the refusal message. A PostgreSQL database has no file
+//! beside it: controllers sharing one coordinate through it instead (run claims, the per-branch
+//! incumbent check), so no lock is taken there.
 
+use super::store::DbAt;
 use anyhow::{Context as _, Result, bail};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub struct LockFile {
-    _file: std::fs::File,
+    _file: Option<std::fs::File>,
 }
 
 impl LockFile {
     /// Takes `<db><suffix>` or explains who holds it; `what` names the holder ("run", "daemon").
     pub fn acquire(db: &Path, suffix: &str, what: &str) -> Result<LockFile> {
+        if let DbAt::Postgres(_) = DbAt::parse(db) {
+            return Ok(LockFile { _file: None });
+        }
         let path = PathBuf::from(format!("{}{suffix}", db.display()));
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
@@ -35,7 +41,7 @@ impl LockFile {
         }
         file.set_len(0)?;
         write!(file, "{}", std::process::id())?;
-        Ok(LockFile { _file: file })
+        Ok(LockFile { _file: Some(file) })
     }
 
     pub fn run(db: &Path) -> Result<LockFile> {

@@ -2,11 +2,38 @@
 //! one transaction, reading one back, and what the proposers and the digest learn from them.
 
 use super::{
-    CandidateRow, LossRow, NewEntry, NewEvaluation, ParamsSampleRow, SampleRow, StateRow, Store,
-    Tx, WinRow, now,
+    CandidateRow, LossRow, NewEntry, NewEvaluation, ParamsSampleRow, Real, SampleRow, StateRow,
+    Store, Tx, WinRow, now,
 };
 use anyhow::Result;
 use std::collections::HashSet;
+
+/// The advisory lock space of the per-branch queue (the first of the two lock keys).
+const BRANCH_LOCKS: i32 = 0x706d_6272; // "pmbr"
+
+/// An accepted candidate whose incumbent is no longer its branch's: another controller (or a
+/// reviewer) moved the branch while it was measured. Nothing of it was written.
+#[derive(Debug)]
+pub struct Superseded {
+    pub branch: String,
+    pub judged: Option<i64>,
+    pub now: Option<i64>,
+}
+
+impl std::fmt::Display for Superseded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let e = |id: Option<i64>| id.map_or("nothing".to_string(), |i| format!("e{i}"));
+        write!(
+            f,
+            "the incumbent of {} is {} now, not {} it was judged against",
+            self.branch,
+            e(self.now),
+            e(self.judged)
+        )
+    }
+}
+
+impl std::error::Error for Superseded {}
 
 impl Store {
     pub async fn candidate(&self, id: i64) -> Result<Option<CandidateRow>> {
@@ -15,7 +42,7 @@ impl Store {
                     c.parent_entry_id, c.created_at, e.verdict, e.reason, e.stage, e.gain, e.gain_low, e.gain_high, e.confidence,
                     e.incumbent_score, e.candidate_score, e.pairs, e.bench_seconds, e.process_seconds, e.overhead_ms, e.log,
                     c.model, c.prompt_tokens, c.completion_tokens, c.agent_protocol
-             FROM candidates c JOIN evaluations e ON e.candidate_id = c.id WHERE c.id = ?",
+             FROM candidates c JOIN evaluations e ON e.candidate_id = c.id WHERE c.id = $1",
         )
         .bind(id)
         .fetch_optional(&self.pool)
@@ -23,7 +50,7 @@ impl Store {
     }
 
     pub async fn samples(&self, candidate_id: i64) -> Result<Vec<SampleRow>> {
-        Ok(sqlx::query_as("SELECT round, side, case_name, value FROM samples WHERE candidate_id = ? ORDER BY round, side, case_name")
+        Ok(sqlx::query_as("SELECT round, side, case_name, value FROM samples WHERE candidate_id = $1 ORDER BY round, side, case_name")
             .bind(candidate_id)
             .fetch_all(&self.pool)
             .await?)
@@ -32,7 +59,7 @@ impl Store {
     /// The machine states of a candidate's bench processes, pair by pair, incumbent first.
     pub async fn sample_states(&self, candidate_id: i64) -> Result<Vec<StateRow>> {
         Ok(sqlx::query_as(
-            "SELECT round, side, state FROM sample_states WHERE candidate_id = ? ORDER BY round, side DESC",
+            "SELECT round, side, state FROM sample_states WHERE candidate_id = $1 ORDER BY round, side DESC",
         )
         .bind(candidate_id)
         .fetch_all(&self.pool)
@@ -42,7 +69,7 @@ impl Store {
     /// Assignments already measured in a context (never measured twice).
     pub async fn tried_params(&self, task: &str, context_id: &str) -> Result<HashSet<String>> {
         let keys: Vec<String> =
-            sqlx::query_scalar("SELECT params_key FROM candidates WHERE task = ? AND context_id = ? AND params_key IS NOT NULL")
+            sqlx::query_scalar("SELECT params_key FROM candidates WHERE task = $1 AND context_id = $2 AND params_key IS NOT NULL")
                 .bind(task)
                 .bind(context_id)
                 .fetch_all(&self.pool)
@@ -61,7 +88,7 @@ impl Store {
         Ok(sqlx::query_as(
             "SELECT c.id, c.payload, s.side, s.case_name, s.value
              FROM candidates c LEFT JOIN samples s ON s.candidate_id = c.id
-             WHERE c.task = ? AND c.context_id = ? AND c.params_key IS NOT NULL
+             WHERE c.task = $1 AND c.context_id = $2 AND c.params_key IS NOT NULL
              ORDER BY c.id",
         )
         .bind(task)
@@ -75,7 +102,7 @@ impl Store {
         Ok(sqlx::query_as(
             "SELECT l.id, l.context_id, e.gain, e.gain_low, e.gain_high, c.origin, c.note, c.diff
              FROM ledger_entries l JOIN candidates c ON c.id = l.candidate_id JOIN evaluations e ON e.candidate_id = c.id
-             WHERE l.task = ? AND l.kind = 'accepted' AND l.review_state != 'rejected' ORDER BY e.gain DESC LIMIT ?",
+             WHERE l.task = $1 AND l.kind = 'accepted' AND l.review_state != 'rejected' ORDER BY e.gain DESC LIMIT $2",
         )
         .bind(task)
         .bind(limit)
@@ -87,7 +114,7 @@ impl Store {
     pub async fn losses(&self, task: &str, limit: i64) -> Result<Vec<LossRow>> {
         Ok(sqlx::query_as(
             "SELECT c.id, e.verdict, e.stage, e.reason, c.origin FROM candidates c JOIN evaluations e ON e.candidate_id = c.id
-             WHERE c.task = ? AND e.verdict IN ('failed', 'rejected') ORDER BY c.id DESC LIMIT ?",
+             WHERE c.task = $1 AND e.verdict IN ('failed', 'rejected') ORDER BY c.id DESC LIMIT $2",
         )
         .bind(task)
         .bind(limit)
@@ -116,6 +143,9 @@ impl Tx {
         ev: &NewEvaluation,
         entry: Option<&NewEntry>,
     ) -> Result<(i64, Option<i64>)> {
+        if let Some(e) = entry {
+            self.check_incumbent(ev, e).await?;
+        }
         let candidate_id = self.insert_candidate(ev).await?;
         self.insert_evaluation(candidate_id, ev).await?;
         self.insert_samples(candidate_id, ev).await?;
@@ -128,10 +158,10 @@ impl Tx {
 
     async fn insert_candidate(&mut self, ev: &NewEvaluation) -> Result<i64> {
         let usage = ev.usage.as_ref();
-        Ok(sqlx::query(
+        Ok(sqlx::query_scalar::<_, i64>(
             "INSERT INTO candidates (run_id, seq, task, context_id, proposer, origin, note, kind, payload, params_key, diff, parent_entry_id, created_at,
                 model, prompt_tokens, completion_tokens, model_requests, model_latency_ms, agent_protocol)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) RETURNING id",
         )
         .bind(ev.run_id)
         .bind(ev.seq)
@@ -152,9 +182,8 @@ impl Tx {
         .bind(usage.map(|u| u.requests as i64))
         .bind(usage.map(|u| u.latency_ms as i64))
         .bind(usage.map(|u| u.protocol.clone()).filter(|p| !p.is_empty()))
-        .execute(&mut *self.0)
-        .await?
-        .last_insert_rowid())
+        .fetch_one(&mut *self.tx)
+        .await?)
     }
 
     async fn insert_evaluation(&mut self, candidate_id: i64, ev: &NewEvaluation) -> Result<()> {
@@ -162,50 +191,79 @@ impl Tx {
         sqlx::query(
             "INSERT INTO evaluations (candidate_id, verdict, reason, stage, gain, gain_low, gain_high, confidence, incumbent_score,
                 candidate_score, pairs, bench_seconds, process_seconds, overhead_ms, log, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
         )
         .bind(candidate_id)
         .bind(ev.verdict)
         .bind(&ev.reason)
         .bind(ev.stage)
-        .bind(gain.map(|g| g.estimate))
-        .bind(gain.map(|g| g.low))
-        .bind(gain.map(|g| g.high))
-        .bind(gain.map(|g| g.confidence))
-        .bind(ev.incumbent_score)
-        .bind(ev.candidate_score)
+        .bind(Real(gain.map(|g| g.estimate)))
+        .bind(Real(gain.map(|g| g.low)))
+        .bind(Real(gain.map(|g| g.high)))
+        .bind(Real(gain.map(|g| g.confidence)))
+        .bind(Real(ev.incumbent_score))
+        .bind(Real(ev.candidate_score))
         .bind(ev.pairs)
         .bind(ev.bench_seconds)
         .bind(ev.process_seconds)
         .bind(ev.overhead_ms)
         .bind(&ev.log)
         .bind(now())
-        .execute(&mut *self.0)
+        .execute(&mut *self.tx)
         .await?;
         Ok(())
     }
 
     async fn insert_samples(&mut self, candidate_id: i64, ev: &NewEvaluation) -> Result<()> {
         for s in &ev.samples {
-            sqlx::query("INSERT INTO samples (candidate_id, round, side, case_name, value) VALUES (?, ?, ?, ?, ?)")
+            sqlx::query("INSERT INTO samples (candidate_id, round, side, case_name, value) VALUES ($1, $2, $3, $4, $5)")
                 .bind(candidate_id)
                 .bind(s.round)
                 .bind(s.side)
                 .bind(&s.case)
                 .bind(s.value)
-                .execute(&mut *self.0)
+                .execute(&mut *self.tx)
                 .await?;
         }
         for s in &ev.states {
             sqlx::query(
-                "INSERT INTO sample_states (candidate_id, round, side, state) VALUES (?, ?, ?, ?)",
+                "INSERT INTO sample_states (candidate_id, round, side, state) VALUES ($1, $2, $3, $4)",
             )
             .bind(candidate_id)
             .bind(s.round)
             .bind(s.side)
             .bind(&s.state)
-            .execute(&mut *self.0)
+            .execute(&mut *self.tx)
             .await?;
+        }
+        Ok(())
+    }
+
+    /// An accepted candidate moves its branch only from the incumbent it was judged against.
+    /// Controllers sharing a PostgreSQL database queue here per branch (a transaction-scoped
+    /// advisory lock) so that only the first of two candidates judged against one incumbent
+    /// lands; the second gets `Superseded`.
+    async fn check_incumbent(&mut self, ev: &NewEvaluation, e: &NewEntry) -> Result<()> {
+        if self.shared {
+            sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                .bind(BRANCH_LOCKS)
+                .bind(&e.branch)
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        let now: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM ledger_entries WHERE branch = $1 AND review_state != 'rejected' ORDER BY id DESC LIMIT 1",
+        )
+        .bind(&e.branch)
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        if now != ev.parent_entry_id {
+            return Err(Superseded {
+                branch: e.branch.clone(),
+                judged: ev.parent_entry_id,
+                now,
+            }
+            .into());
         }
         Ok(())
     }
@@ -216,9 +274,9 @@ impl Tx {
         ev: &NewEvaluation,
         e: &NewEntry,
     ) -> Result<i64> {
-        Ok(sqlx::query(
+        Ok(sqlx::query_scalar::<_, i64>(
             "INSERT INTO ledger_entries (kind, candidate_id, task, context_id, branch, commit_sha, parent_entry_id, score, params, created_at)
-             VALUES ('accepted', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ('accepted', $1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
         )
         .bind(candidate_id)
         .bind(&ev.task)
@@ -226,11 +284,10 @@ impl Tx {
         .bind(&e.branch)
         .bind(&e.commit_sha)
         .bind(ev.parent_entry_id)
-        .bind(e.score)
+        .bind(Real(e.score))
         .bind(&e.params)
         .bind(now())
-        .execute(&mut *self.0)
-        .await?
-        .last_insert_rowid())
+        .fetch_one(&mut *self.tx)
+        .await?)
     }
 }

@@ -14,9 +14,9 @@ impl Store {
         commit: &str,
         params: Option<&str>,
     ) -> Result<i64> {
-        Ok(sqlx::query(
+        Ok(sqlx::query_scalar::<_, i64>(
             "INSERT INTO ledger_entries (kind, task, context_id, branch, commit_sha, params, review_state, created_at)
-             VALUES ('origin', ?, ?, ?, ?, ?, 'approved', ?)",
+             VALUES ('origin', $1, $2, $3, $4, $5, 'approved', $6) RETURNING id",
         )
         .bind(task)
         .bind(context_id)
@@ -24,14 +24,13 @@ impl Store {
         .bind(commit)
         .bind(params)
         .bind(now())
-        .execute(&self.pool)
-        .await?
-        .last_insert_rowid())
+        .fetch_one(&self.pool)
+        .await?)
     }
 
     /// The incumbent of a branch: its newest entry not rejected by a reviewer.
     pub async fn incumbent(&self, branch: &str) -> Result<Option<EntryRow>> {
-        Ok(sqlx::query_as("SELECT * FROM ledger_entries WHERE branch = ? AND review_state != 'rejected' ORDER BY id DESC LIMIT 1")
+        Ok(sqlx::query_as("SELECT * FROM ledger_entries WHERE branch = $1 AND review_state != 'rejected' ORDER BY id DESC LIMIT 1")
             .bind(branch)
             .fetch_optional(&self.pool)
             .await?)
@@ -39,7 +38,7 @@ impl Store {
 
     /// The newest entry of a branch a reviewer approved (the task as given counts as approved).
     pub async fn best_approved(&self, branch: &str) -> Result<Option<EntryRow>> {
-        Ok(sqlx::query_as("SELECT * FROM ledger_entries WHERE branch = ? AND review_state = 'approved' ORDER BY id DESC LIMIT 1")
+        Ok(sqlx::query_as("SELECT * FROM ledger_entries WHERE branch = $1 AND review_state = 'approved' ORDER BY id DESC LIMIT 1")
             .bind(branch)
             .fetch_optional(&self.pool)
             .await?)
@@ -47,20 +46,18 @@ impl Store {
 
     /// The newest entry of a branch, whatever its review state: where the git branch must point.
     pub async fn branch_tip(&self, branch: &str) -> Result<Option<EntryRow>> {
-        Ok(
-            sqlx::query_as(
-                "SELECT * FROM ledger_entries WHERE branch = ? ORDER BY id DESC LIMIT 1",
-            )
-            .bind(branch)
-            .fetch_optional(&self.pool)
-            .await?,
+        Ok(sqlx::query_as(
+            "SELECT * FROM ledger_entries WHERE branch = $1 ORDER BY id DESC LIMIT 1",
         )
+        .bind(branch)
+        .fetch_optional(&self.pool)
+        .await?)
     }
 
     /// The first entry of a branch: the task as given.
     pub async fn origin(&self, branch: &str) -> Result<Option<EntryRow>> {
         Ok(
-            sqlx::query_as("SELECT * FROM ledger_entries WHERE branch = ? AND kind = 'origin'")
+            sqlx::query_as("SELECT * FROM ledger_entries WHERE branch = $1 AND kind = 'origin'")
                 .bind(branch)
                 .fetch_optional(&self.pool)
                 .await?,
@@ -70,7 +67,7 @@ impl Store {
     pub async fn entries(&self, task: Option<&str>) -> Result<Vec<EntryRow>> {
         Ok(
             sqlx::query_as(
-                "SELECT * FROM ledger_entries WHERE ?1 IS NULL OR task = ?1 ORDER BY id",
+                "SELECT * FROM ledger_entries WHERE $1 IS NULL OR task = $1 ORDER BY id",
             )
             .bind(task)
             .fetch_all(&self.pool)
@@ -79,7 +76,7 @@ impl Store {
     }
 
     pub async fn entry(&self, id: i64) -> Result<Option<EntryRow>> {
-        Ok(sqlx::query_as("SELECT * FROM ledger_entries WHERE id = ?")
+        Ok(sqlx::query_as("SELECT * FROM ledger_entries WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
             .await?)
@@ -87,7 +84,7 @@ impl Store {
 
     pub async fn entry_by_commit(&self, prefix: &str) -> Result<Vec<EntryRow>> {
         Ok(
-            sqlx::query_as("SELECT * FROM ledger_entries WHERE commit_sha LIKE ? || '%'")
+            sqlx::query_as("SELECT * FROM ledger_entries WHERE commit_sha LIKE $1 || '%'")
                 .bind(prefix)
                 .fetch_all(&self.pool)
                 .await?,
@@ -96,7 +93,7 @@ impl Store {
 
     pub async fn entry_for_candidate(&self, candidate_id: i64) -> Result<Option<EntryRow>> {
         Ok(
-            sqlx::query_as("SELECT * FROM ledger_entries WHERE candidate_id = ?")
+            sqlx::query_as("SELECT * FROM ledger_entries WHERE candidate_id = $1")
                 .bind(candidate_id)
                 .fetch_optional(&self.pool)
                 .await?,
@@ -113,7 +110,7 @@ impl Store {
             "SELECT l.id AS entry, l.review_state, l.reviewed_by, l.task, l.context_id, l.commit_sha, l.created_at,
                     c.id AS candidate, c.proposer, c.origin, e.reason, e.gain, e.gain_low, e.gain_high
              FROM ledger_entries l JOIN candidates c ON c.id = l.candidate_id JOIN evaluations e ON e.candidate_id = c.id
-             WHERE l.kind = 'accepted' AND (?1 IS NULL OR l.task = ?1) AND (?2 IS NULL OR l.review_state = ?2)
+             WHERE l.kind = 'accepted' AND ($1 IS NULL OR l.task = $1) AND ($2 IS NULL OR l.review_state = $2)
              ORDER BY l.id",
         )
         .bind(task)
@@ -123,7 +120,7 @@ impl Store {
     }
 
     pub async fn approve(&self, entry_id: i64, by: &str, note: Option<&str>) -> Result<()> {
-        sqlx::query("UPDATE ledger_entries SET review_state = 'approved', reviewed_by = ?, reviewed_at = ?, review_reason = ? WHERE id = ?")
+        sqlx::query("UPDATE ledger_entries SET review_state = 'approved', reviewed_by = $1, reviewed_at = $2, review_reason = $3 WHERE id = $4")
             .bind(by)
             .bind(now())
             .bind(note)
@@ -145,7 +142,7 @@ impl Store {
     ) -> Result<Vec<i64>> {
         let mut tx = self.pool.begin().await?;
         let ids: Vec<i64> = sqlx::query_scalar(
-            "SELECT id FROM ledger_entries WHERE branch = ? AND id >= ? AND kind = 'accepted' AND review_state != 'rejected' ORDER BY id",
+            "SELECT id FROM ledger_entries WHERE branch = $1 AND id >= $2 AND kind = 'accepted' AND review_state != 'rejected' ORDER BY id",
         )
         .bind(&entry.branch)
         .bind(entry.id)
@@ -158,7 +155,7 @@ impl Store {
             } else {
                 format!("built on rejected e{}: {reason}", entry.id)
             };
-            sqlx::query("UPDATE ledger_entries SET review_state = 'rejected', reviewed_by = ?, reviewed_at = ?, review_reason = ? WHERE id = ?")
+            sqlx::query("UPDATE ledger_entries SET review_state = 'rejected', reviewed_by = $1, reviewed_at = $2, review_reason = $3 WHERE id = $4")
                 .bind(by)
                 .bind(&at)
                 .bind(why)
@@ -166,13 +163,14 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        let newest: i64 = sqlx::query_scalar("SELECT MAX(id) FROM ledger_entries WHERE branch = ?")
-            .bind(&entry.branch)
-            .fetch_one(&mut *tx)
-            .await?;
+        let newest: i64 =
+            sqlx::query_scalar("SELECT MAX(id) FROM ledger_entries WHERE branch = $1")
+                .bind(&entry.branch)
+                .fetch_one(&mut *tx)
+                .await?;
         sqlx::query(
             "INSERT INTO reverts (branch, commit_sha, reverted_entry_id, restores_entry_id, after_entry_id, reason, reviewed_by, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(&entry.branch)
         .bind(revert_commit)
@@ -192,7 +190,7 @@ impl Store {
     pub async fn expected_head(&self, branch: &str) -> Result<Option<String>> {
         let tip = self.branch_tip(branch).await?;
         let revert: Option<(String, i64)> =
-            sqlx::query_as("SELECT commit_sha, after_entry_id FROM reverts WHERE branch = ? ORDER BY id DESC LIMIT 1")
+            sqlx::query_as("SELECT commit_sha, after_entry_id FROM reverts WHERE branch = $1 ORDER BY id DESC LIMIT 1")
                 .bind(branch)
                 .fetch_optional(&self.pool)
                 .await?;

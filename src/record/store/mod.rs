@@ -1,9 +1,14 @@
-//! runs.db: SQLite through sqlx (WAL, foreign keys, embedded append-only migrations). Each
-//! evaluation is written in one transaction with its candidate, samples and ledger entry, so a
-//! run killed at any moment leaves either all of an evaluation or none of it.
+//! The history database: SQLite (a file, the default) or PostgreSQL (`--db postgres://...`,
+//! shared by several controllers), both through sqlx's `Any` driver, so every query below is
+//! written once in the SQL the two share. Embedded append-only migrations per backend (the same
+//! numbers, the same tables and views). Each evaluation is written in one transaction with its
+//! candidate, samples and ledger entry, so a run killed at any moment leaves either all of an
+//! evaluation or none of it.
 
 mod candidates;
+mod claim;
 mod entries;
+mod open;
 mod quarantine;
 mod query;
 mod readonly;
@@ -11,81 +16,79 @@ mod rows;
 mod runs;
 mod schedules;
 
+pub use candidates::Superseded;
+pub use claim::RunClaim;
 pub use quarantine::QuarantinedRow;
 pub use rows::*;
 
-use anyhow::{Context as _, Result, bail};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
-use std::path::Path;
+use anyhow::Result;
+use sqlx::AnyPool;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How long a writer waits for another process's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
-
-/// Now, as runs.db stores times: RFC 3339 UTC to the second.
+/// Now, as the database stores times: RFC 3339 UTC to the second.
 pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
+/// Where the history lives, as `--db` names it: a PostgreSQL URL, or else an SQLite file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DbAt {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl DbAt {
+    pub fn parse(db: &Path) -> DbAt {
+        match db.to_str() {
+            Some(s) if s.starts_with("postgres://") || s.starts_with("postgresql://") => {
+                DbAt::Postgres(s.to_string())
+            }
+            _ => DbAt::Sqlite(db.to_path_buf()),
+        }
+    }
+
+    /// The database as messages name it (a URL without its password).
+    pub fn shown(&self) -> String {
+        match self {
+            DbAt::Sqlite(p) => p.display().to_string(),
+            DbAt::Postgres(url) => {
+                let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
+                match rest.split_once('@') {
+                    Some((auth, host)) if auth.contains(':') => {
+                        let user = auth.split(':').next().unwrap_or_default();
+                        format!("{scheme}://{user}:***@{host}")
+                    }
+                    _ => url.clone(),
+                }
+            }
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Store {
-    pool: SqlitePool,
-    path: std::path::PathBuf,
+    pool: AnyPool,
+    at: DbAt,
 }
 
 impl Store {
-    /// Opens (creating if missing) runs.db at `path` and brings its schema up to date.
-    pub async fn open(path: &Path) -> Result<Store> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
-        }
-        // Two processes opening a new runs.db at once (a run starting while `query` polls it)
-        // must not both create its tables: the check and the migration happen under this lock.
-        let lock_path = format!("{}.migrate.lock", path.display());
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .with_context(|| format!("opening {lock_path}"))?;
-        lock.lock()
-            .with_context(|| format!("locking {lock_path}"))?;
-        let opts = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .foreign_keys(true)
-            .busy_timeout(BUSY_TIMEOUT);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(opts)
-            .await
-            .with_context(|| format!("opening {} (is it an SQLite database?)", path.display()))?;
-        let tables: Vec<String> = sqlx::query_scalar(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
-        )
-        .fetch_all(&pool)
-        .await
-        .with_context(|| format!("{} is not an SQLite database", path.display()))?;
-        if !tables.is_empty() && !tables.iter().any(|t| t == "_sqlx_migrations") {
-            bail!(
-                "{} is not a polymorph database (it has other tables: {}); pass --db elsewhere",
-                path.display(),
-                tables.join(", ")
-            );
-        }
-        MIGRATOR
-            .run(&pool)
-            .await
-            .with_context(|| format!("migrating {}", path.display()))?;
-        drop(lock);
-        Ok(Store {
-            pool,
-            path: path.to_path_buf(),
-        })
+    /// Opens (creating if missing) the database `db` names and brings its schema up to date.
+    pub async fn open(db: &Path) -> Result<Store> {
+        let at = DbAt::parse(db);
+        let pool = match &at {
+            DbAt::Sqlite(path) => open::sqlite(path).await?,
+            DbAt::Postgres(url) => open::postgres(url, &at.shown()).await?,
+        };
+        Ok(Store { pool, at })
+    }
+
+    /// Whether the database is PostgreSQL (shared by controllers that coordinate through it).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.at, DbAt::Postgres(_))
     }
 
     /// Closes every connection (so another process may open the file exclusively).
@@ -95,16 +98,64 @@ impl Store {
 
     /// A write transaction: several steps that land together or not at all.
     pub async fn begin(&self) -> Result<Tx> {
-        Ok(Tx(self.pool.begin().await?))
+        Ok(Tx {
+            tx: self.pool.begin().await?,
+            shared: self.is_shared(),
+        })
     }
 }
 
-/// An open write transaction on runs.db (see `Store::begin`); dropped without `commit`, nothing
-/// of it is written.
-pub struct Tx(sqlx::Transaction<'static, sqlx::Sqlite>);
+/// An open write transaction (see `Store::begin`); dropped without `commit`, nothing of it is
+/// written.
+pub struct Tx {
+    tx: sqlx::Transaction<'static, sqlx::Any>,
+    shared: bool,
+}
 
 impl Tx {
     pub async fn commit(self) -> Result<()> {
-        Ok(self.0.commit().await?)
+        Ok(self.tx.commit().await?)
+    }
+}
+
+/// A nullable DOUBLE PRECISION parameter. sqlx's `Any` driver (0.9) sends a NULL `f64` to
+/// PostgreSQL as a `float4`, and once the statement was prepared with a `float8` there that
+/// fails ("incorrect binary data format"); this sends NULL as the same type as a value.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Real(pub Option<f64>);
+
+impl sqlx::Type<sqlx::Any> for Real {
+    fn type_info() -> sqlx::any::AnyTypeInfo {
+        <f64 as sqlx::Type<sqlx::Any>>::type_info()
+    }
+}
+
+impl sqlx::Encode<'_, sqlx::Any> for Real {
+    fn encode_by_ref(
+        &self,
+        buf: &mut <sqlx::Any as sqlx::Database>::ArgumentBuffer,
+    ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+        match self.0 {
+            Some(v) => <f64 as sqlx::Encode<'_, sqlx::Any>>::encode_by_ref(&v, buf),
+            // The driver turns an `f32` null into an `f64` one (and an `f64` null into `f32`).
+            None => <Option<f32> as sqlx::Encode<'_, sqlx::Any>>::encode_by_ref(&None, buf),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn db_is_postgres_by_url_and_messages_hide_its_password() {
+        let pg = DbAt::parse(Path::new("postgresql://ann:s3cret@db.lab:5432/polymorph"));
+        assert_eq!(pg.shown(), "postgresql://ann:***@db.lab:5432/polymorph");
+        let plain = DbAt::parse(Path::new("postgres://ann@db.lab/polymorph"));
+        assert_eq!(plain.shown(), "postgres://ann@db.lab/polymorph");
+        assert_eq!(
+            DbAt::parse(Path::new("postgres.db")),
+            DbAt::Sqlite("postgres.db".into())
+        );
     }
 }

@@ -1,13 +1,13 @@
 //! Runs and contexts in runs.db: creating, resuming and finishing runs, their counts and usage.
 
-use super::{RunRow, Store, now};
+use super::{Real, RunRow, Store, now};
 use crate::measure::{Verdict, plot::Point};
 use crate::record::kinds::{RunProposer, RunStatus};
 use anyhow::Result;
 
 impl Store {
     pub async fn upsert_context(&self, task: &str, id: &str, fingerprint: &str) -> Result<()> {
-        sqlx::query("INSERT INTO contexts (task, id, fingerprint, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING")
+        sqlx::query("INSERT INTO contexts (task, id, fingerprint, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING")
             .bind(task)
             .bind(id)
             .bind(fingerprint)
@@ -17,23 +17,23 @@ impl Store {
         Ok(())
     }
 
-    /// The most recent unfinished run of the same task, context and proposer, if any.
-    pub async fn resumable_run(
+    /// The unfinished runs of the same task, context and proposer, newest first.
+    pub async fn resumable_runs(
         &self,
         task: &str,
         context_id: &str,
         proposer: &RunProposer,
-    ) -> Result<Option<RunRow>> {
+    ) -> Result<Vec<RunRow>> {
         Ok(sqlx::query_as(
-            "SELECT * FROM runs WHERE task = ? AND context_id = ? AND proposer = ? AND status IN (?, ?)
-             ORDER BY id DESC LIMIT 1",
+            "SELECT * FROM runs WHERE task = $1 AND context_id = $2 AND proposer = $3 AND status IN ($4, $5)
+             ORDER BY id DESC",
         )
         .bind(task)
         .bind(context_id)
         .bind(proposer)
         .bind(RunStatus::Running)
         .bind(RunStatus::Interrupted)
-        .fetch_optional(&self.pool)
+        .fetch_all(&self.pool)
         .await?)
     }
 
@@ -46,8 +46,8 @@ impl Store {
         budget: i64,
         seed: i64,
     ) -> Result<i64> {
-        let id = sqlx::query(
-            "INSERT INTO runs (task, task_dir, context_id, proposer, budget, seed, status, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        let id = sqlx::query_scalar::<_, i64>(
+            "INSERT INTO runs (task, task_dir, context_id, proposer, budget, seed, status, started_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
         )
         .bind(task)
         .bind(task_dir)
@@ -57,18 +57,19 @@ impl Store {
         .bind(seed)
         .bind(RunStatus::Running)
         .bind(now())
-        .execute(&self.pool)
-        .await?
-        .last_insert_rowid();
+        .fetch_one(&self.pool)
+        .await?;
         Ok(id)
     }
 
     pub async fn mark_running(&self, run_id: i64) -> Result<()> {
-        sqlx::query("UPDATE runs SET status = ?, finished_at = NULL, message = NULL WHERE id = ?")
-            .bind(RunStatus::Running)
-            .bind(run_id)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(
+            "UPDATE runs SET status = $1, finished_at = NULL, message = NULL WHERE id = $2",
+        )
+        .bind(RunStatus::Running)
+        .bind(run_id)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 
@@ -78,9 +79,9 @@ impl Store {
         start: Option<f64>,
         hand_tuned: Option<f64>,
     ) -> Result<()> {
-        sqlx::query("UPDATE runs SET start_score = ?, hand_tuned_score = ? WHERE id = ?")
-            .bind(start)
-            .bind(hand_tuned)
+        sqlx::query("UPDATE runs SET start_score = $1, hand_tuned_score = $2 WHERE id = $3")
+            .bind(Real(start))
+            .bind(Real(hand_tuned))
             .bind(run_id)
             .execute(&self.pool)
             .await?;
@@ -93,7 +94,7 @@ impl Store {
         status: RunStatus,
         message: Option<&str>,
     ) -> Result<()> {
-        sqlx::query("UPDATE runs SET status = ?, finished_at = ?, message = ? WHERE id = ?")
+        sqlx::query("UPDATE runs SET status = $1, finished_at = $2, message = $3 WHERE id = $4")
             .bind(status)
             .bind(now())
             .bind(message)
@@ -104,7 +105,7 @@ impl Store {
     }
 
     pub async fn run(&self, run_id: i64) -> Result<Option<RunRow>> {
-        Ok(sqlx::query_as("SELECT * FROM runs WHERE id = ?")
+        Ok(sqlx::query_as("SELECT * FROM runs WHERE id = $1")
             .bind(run_id)
             .fetch_optional(&self.pool)
             .await?)
@@ -112,7 +113,7 @@ impl Store {
 
     pub async fn runs(&self, task: Option<&str>) -> Result<Vec<RunRow>> {
         Ok(
-            sqlx::query_as("SELECT * FROM runs WHERE ?1 IS NULL OR task = ?1 ORDER BY id")
+            sqlx::query_as("SELECT * FROM runs WHERE $1 IS NULL OR task = $1 ORDER BY id")
                 .bind(task)
                 .fetch_all(&self.pool)
                 .await?,
@@ -121,19 +122,19 @@ impl Store {
 
     /// Candidates ever recorded in a context (zero for a context never tuned).
     pub async fn candidates_in_context(&self, task: &str, context_id: &str) -> Result<i64> {
-        Ok(
-            sqlx::query_scalar("SELECT COUNT(*) FROM candidates WHERE task = ? AND context_id = ?")
-                .bind(task)
-                .bind(context_id)
-                .fetch_one(&self.pool)
-                .await?,
+        Ok(sqlx::query_scalar(
+            "SELECT COUNT(*) FROM candidates WHERE task = $1 AND context_id = $2",
         )
+        .bind(task)
+        .bind(context_id)
+        .fetch_one(&self.pool)
+        .await?)
     }
 
     /// Every context of a task: (id, fingerprint JSON).
     pub async fn contexts(&self, task: &str) -> Result<Vec<(String, String)>> {
         Ok(sqlx::query_as(
-            "SELECT id, fingerprint FROM contexts WHERE task = ? ORDER BY created_at",
+            "SELECT id, fingerprint FROM contexts WHERE task = $1 ORDER BY created_at",
         )
         .bind(task)
         .fetch_all(&self.pool)
@@ -143,7 +144,7 @@ impl Store {
     /// Candidates already recorded for a run.
     pub async fn candidates_in_run(&self, run_id: i64) -> Result<i64> {
         Ok(
-            sqlx::query_scalar("SELECT COUNT(*) FROM candidates WHERE run_id = ?")
+            sqlx::query_scalar("SELECT COUNT(*) FROM candidates WHERE run_id = $1")
                 .bind(run_id)
                 .fetch_one(&self.pool)
                 .await?,
@@ -155,7 +156,7 @@ impl Store {
         let mut out = Vec::new();
         for id in run_ids {
             let rows: Vec<(Verdict, Option<f64>)> = sqlx::query_as(
-                "SELECT e.verdict, e.gain FROM candidates c JOIN evaluations e ON e.candidate_id = c.id WHERE c.run_id = ? ORDER BY c.seq",
+                "SELECT e.verdict, e.gain FROM candidates c JOIN evaluations e ON e.candidate_id = c.id WHERE c.run_id = $1 ORDER BY c.seq",
             )
             .bind(id)
             .fetch_all(&self.pool)

@@ -16,8 +16,8 @@ impl Store {
         proposer: &ProposerChoice,
         workload: Option<&str>,
     ) -> Result<i64> {
-        Ok(sqlx::query(
-            "INSERT INTO schedules (task, task_dir, every_s, cron, budget, proposer, workload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        Ok(sqlx::query_scalar::<_, i64>(
+            "INSERT INTO schedules (task, task_dir, every_s, cron, budget, proposer, workload, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
         )
         .bind(task)
         .bind(task_dir)
@@ -27,9 +27,8 @@ impl Store {
         .bind(proposer)
         .bind(workload)
         .bind(now())
-        .execute(&self.pool)
-        .await?
-        .last_insert_rowid())
+        .fetch_one(&self.pool)
+        .await?)
     }
 
     pub async fn schedules(&self) -> Result<Vec<ScheduleRow>> {
@@ -40,7 +39,7 @@ impl Store {
 
     /// Removes a schedule; false when there was none with that id.
     pub async fn remove_schedule(&self, id: i64) -> Result<bool> {
-        Ok(sqlx::query("DELETE FROM schedules WHERE id = ?")
+        Ok(sqlx::query("DELETE FROM schedules WHERE id = $1")
             .bind(id)
             .execute(&self.pool)
             .await?
@@ -59,7 +58,7 @@ impl Store {
         reason: &str,
     ) -> Result<()> {
         sqlx::query(
-            "UPDATE schedules SET last_run_at = ?, last_context = ?, last_fingerprint = ?, last_reason = ?, last_status = 'running' WHERE id = ?",
+            "UPDATE schedules SET last_run_at = $1, last_context = $2, last_fingerprint = $3, last_reason = $4, last_status = 'running' WHERE id = $5",
         )
         .bind(at)
         .bind(context)
@@ -72,7 +71,7 @@ impl Store {
     }
 
     pub async fn schedule_finished(&self, id: i64, status: &str) -> Result<()> {
-        sqlx::query("UPDATE schedules SET last_status = ? WHERE id = ?")
+        sqlx::query("UPDATE schedules SET last_status = $1 WHERE id = $2")
             .bind(status)
             .bind(id)
             .execute(&self.pool)

@@ -1,0 +1,129 @@
+//! Opening the database: an SQLite file (WAL, foreign keys, created on first use) or a
+//! PostgreSQL database; refusing one that holds somebody else's tables; bringing the schema up
+//! to date with that backend's migrations; then the `Any` pool every query goes through.
+
+use super::BUSY_TIMEOUT;
+use anyhow::{Context as _, Result, bail};
+use sqlx::AnyPool;
+use sqlx::ConnectOptions as _;
+use sqlx::Connection as _;
+use sqlx::any::AnyPoolOptions;
+use sqlx::migrate::Migrator;
+use sqlx::postgres::PgConnectOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use std::path::Path;
+use std::time::Duration;
+
+static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES: Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// How long opening a PostgreSQL connection may take before the command fails.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Refuses a database whose tables are not polymorph's.
+fn check_tables(tables: &[String], shown: &str) -> Result<()> {
+    if !tables.is_empty() && !tables.iter().any(|t| t == "_sqlx_migrations") {
+        bail!(
+            "{shown} is not a polymorph database (it has other tables: {}); pass --db elsewhere",
+            tables.join(", ")
+        );
+    }
+    Ok(())
+}
+
+pub(super) async fn sqlite(path: &Path) -> Result<AnyPool> {
+    sqlx::any::install_default_drivers();
+    let path = std::path::absolute(path)?;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    // Two processes opening a new runs.db at once (a run starting while `query` polls it)
+    // must not both create its tables: the check and the migration happen under this lock.
+    let lock_path = format!("{}.migrate.lock", path.display());
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("opening {lock_path}"))?;
+    lock.lock()
+        .with_context(|| format!("locking {lock_path}"))?;
+    let opts = SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .foreign_keys(true)
+        .busy_timeout(BUSY_TIMEOUT);
+    let native = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(opts.clone())
+        .await
+        .with_context(|| format!("opening {} (is it an SQLite database?)", path.display()))?;
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+    )
+    .fetch_all(&native)
+    .await
+    .with_context(|| format!("{} is not an SQLite database", path.display()))?;
+    check_tables(&tables, &path.display().to_string())?;
+    SQLITE
+        .run(&native)
+        .await
+        .with_context(|| format!("migrating {}", path.display()))?;
+    native.close().await;
+    drop(lock);
+    // The journal mode stays in the file; foreign keys and the busy timeout are per connection.
+    let url = opts.to_url_lossy();
+    let busy = format!("PRAGMA busy_timeout = {}", BUSY_TIMEOUT.as_millis());
+    AnyPoolOptions::new()
+        .max_connections(4)
+        .after_connect(move |conn, _| {
+            let busy = busy.clone();
+            Box::pin(async move {
+                sqlx::query(sqlx::AssertSqlSafe(busy))
+                    .execute(&mut *conn)
+                    .await?;
+                sqlx::query("PRAGMA foreign_keys = ON")
+                    .execute(&mut *conn)
+                    .await?;
+                Ok(())
+            })
+        })
+        .connect(url.as_str())
+        .await
+        .with_context(|| format!("opening {}", path.display()))
+}
+
+pub(super) async fn postgres(url: &str, shown: &str) -> Result<AnyPool> {
+    sqlx::any::install_default_drivers();
+    // One plain connection first: its error says why (refused, unknown host, bad password)
+    // where a pool would only time out.
+    let opts: PgConnectOptions = url
+        .parse()
+        .with_context(|| format!("{shown} is not a PostgreSQL URL"))?;
+    let mut conn = tokio::time::timeout(CONNECT_TIMEOUT, opts.connect())
+        .await
+        .map_err(|_| anyhow::anyhow!("connecting to {shown}: no answer in {CONNECT_TIMEOUT:?}"))?
+        .with_context(|| format!("connecting to {shown}"))?;
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .with_context(|| format!("reading the tables of {shown}"))?;
+    check_tables(&tables, shown)?;
+    // Controllers starting at once on a new database: one migrates, the others wait for it
+    // (sqlx's migrator takes PostgreSQL's advisory lock).
+    POSTGRES
+        .run(&mut conn)
+        .await
+        .with_context(|| format!("migrating {shown}"))?;
+    conn.close().await?;
+    AnyPoolOptions::new()
+        .max_connections(4)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .connect(url)
+        .await
+        .with_context(|| format!("connecting to {shown}"))
+}

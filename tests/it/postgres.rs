@@ -1,0 +1,322 @@
+//! The shared store: runs recorded in a throw-away PostgreSQL cluster and read back by every
+//! command, `query` read-only there too, and two controllers sharing the database and the
+//! ledger committing one chain of entries (one of two candidates judged against the same
+//! incumbent lands, the other is recorded as having lost the race and the run re-bases).
+
+use super::common::{Env, skipped};
+use super::pg_engine::Postgres;
+use polymorph::measure::{Interval, Verdict};
+use polymorph::record::store::{NewEntry, NewEvaluation, Superseded};
+use polymorph::record::{ChangeKind, ProposerKind, RunProposer, Stage, Store};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn cluster() -> Option<Postgres> {
+    match Postgres::start() {
+        Ok(pg) => Some(pg),
+        Err(why) => {
+            skipped(&format!("the PostgreSQL store: {why}"));
+            None
+        }
+    }
+}
+
+/// `polymorph` on this env's ledger and the database at `url`.
+fn cmd(env: &Env, url: &str) -> Command {
+    let mut c = Command::new(assert_cmd::cargo::cargo_bin("polymorph"));
+    c.current_dir(env.path())
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("POLYMORPH_DB")
+        .args(["--db", url, "--ledger", env.ledger().to_str().unwrap()]);
+    c
+}
+
+fn json(env: &Env, url: &str, args: &[&str]) -> Value {
+    let out = cmd(env, url).args(args).arg("--json").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `query` refused: its error message.
+fn refused(env: &Env, url: &str, sql: &str) -> String {
+    let out = cmd(env, url).args(["query", sql]).output().unwrap();
+    assert!(!out.status.success(), "{sql} ran");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A replay file of spin steps, each lowering the wasted work (from the task's 80%).
+fn steps(env: &Env, name: &str, pads: &[u32]) -> String {
+    let lines: Vec<String> = pads
+        .iter()
+        .map(|p| {
+            serde_json::json!({ "files": { "params.h": format!("#define PAD_PERMILLE {p}\n") } })
+                .to_string()
+        })
+        .collect();
+    let path = env.write(name, &(lines.join("\n") + "\n"));
+    format!("replay:{}", path.display())
+}
+
+fn spin(env: &Env) -> std::path::PathBuf {
+    let task = env.task("spin");
+    std::fs::write(task.join("params.h"), "#define PAD_PERMILLE 800\n").unwrap();
+    task
+}
+
+#[test]
+fn a_run_on_postgres_is_read_back_by_every_command_and_query_stays_read_only() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.default_url();
+    let env = Env::new();
+    let task = spin(&env);
+    let replay = steps(&env, "steps.jsonl", &[400, 0]);
+    let report = json(
+        &env,
+        &url,
+        &["run", task.to_str().unwrap(), "--proposer", &replay],
+    );
+    assert_eq!(report["status"], "finished", "{report}");
+    assert_eq!(report["accepted"], 2, "{report}");
+    assert!(
+        !env.db().exists(),
+        "no runs.db is made when --db names PostgreSQL"
+    );
+
+    let history = json(&env, &url, &["history"]);
+    assert_eq!(history[0]["accepted"], 2, "{history}");
+    let best = json(&env, &url, &["best", "spin"]);
+    assert_eq!(best["entry"], report["best_entry"], "{best}");
+    let stats = json(
+        &env,
+        &url,
+        &[
+            "query",
+            "SELECT proposer, candidates, accepted, accept_rate_pct FROM proposer_stats",
+        ],
+    );
+    assert_eq!(stats[0]["accepted"], 2, "{stats}");
+    assert_eq!(stats[0]["accept_rate_pct"], 100.0, "{stats}");
+    // Types the store never uses come back readable too.
+    let typed = json(
+        &env,
+        &url,
+        &["query", "SELECT 1.5::numeric AS n, now() IS NOT NULL AS t"],
+    );
+    assert_eq!(typed[0]["n"], 1.5, "{typed}");
+    assert_eq!(typed[0]["t"], true, "{typed}");
+
+    assert!(refused(&env, &url, "DELETE FROM runs").contains("query is read-only"));
+    // These pass the word gate; the read-only transaction refuses them.
+    for sql in [
+        "SELECT nextval(pg_get_serial_sequence('runs', 'id'))",
+        "SELECT * INTO stolen FROM runs",
+    ] {
+        let err = refused(&env, &url, sql);
+        assert!(
+            err.contains("query is read-only: the statement tried to write"),
+            "{sql}: {err}"
+        );
+    }
+    let runs = json(&env, &url, &["query", "SELECT COUNT(*) AS n FROM runs"]);
+    assert_eq!(runs[0]["n"], 1);
+
+    // A database that is not there: a clear error, quickly.
+    let out = cmd(&env, "postgres://polymorph@127.0.0.1:1/nothing")
+        .arg("history")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("connecting to postgres://"),
+        "{err}"
+    );
+}
+
+/// An accepted evaluation of the spin task, judged against `parent`.
+fn accepted(run_id: i64, seq: i64, parent: i64) -> NewEvaluation {
+    NewEvaluation {
+        run_id,
+        seq,
+        task: "spin".into(),
+        context_id: "c1".into(),
+        proposer: ProposerKind::Search,
+        origin: "test".into(),
+        note: None,
+        kind: ChangeKind::Params,
+        payload: "{}".into(),
+        params_key: None,
+        diff: None,
+        parent_entry_id: Some(parent),
+        verdict: Verdict::Accepted,
+        reason: "faster".into(),
+        stage: Stage::Judge,
+        gain: Some(Interval {
+            estimate: 0.1,
+            low: 0.05,
+            high: 0.15,
+            confidence: 0.95,
+        }),
+        incumbent_score: Some(1.0),
+        candidate_score: Some(1.1),
+        pairs: 6,
+        bench_seconds: 1.0,
+        process_seconds: 1.0,
+        overhead_ms: 1.0,
+        log: None,
+        samples: Vec::new(),
+        states: Vec::new(),
+        usage: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn of_two_entries_judged_against_one_incumbent_only_the_first_lands() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.default_url();
+    let (a, b) = (
+        Store::open(Path::new(&url)).await.unwrap(),
+        Store::open(Path::new(&url)).await.unwrap(),
+    );
+    let origin = a
+        .insert_origin("spin", "c1", "spin/c1", "0000", None)
+        .await
+        .unwrap();
+    // The branch has one origin, whoever starts it.
+    assert!(
+        b.insert_origin("spin", "c1", "spin/c1", "0001", None)
+            .await
+            .is_err()
+    );
+    let run = |s: &Store| {
+        let s = s.clone();
+        async move {
+            s.create_run("spin", "/t", "c1", &RunProposer::Search, 4, 1)
+                .await
+                .unwrap()
+        }
+    };
+    let (ra, rb) = (run(&a).await, run(&b).await);
+    let entry = |sha: &str| NewEntry {
+        branch: "spin/c1".into(),
+        commit_sha: sha.into(),
+        score: Some(1.1),
+        params: None,
+    };
+    let (_, first) = a
+        .record(&accepted(ra, 1, origin), Some(&entry("1111")))
+        .await
+        .unwrap();
+    let err = b
+        .record(&accepted(rb, 1, origin), Some(&entry("2222")))
+        .await
+        .unwrap_err();
+    let moved = err.downcast_ref::<Superseded>().expect("superseded");
+    assert_eq!((moved.judged, moved.now), (Some(origin), first), "{moved}");
+    // Nothing of the loser was written; judged against the new incumbent, it lands.
+    assert_eq!(b.candidates_in_run(rb).await.unwrap(), 0);
+    let (_, second) = b
+        .record(&accepted(rb, 1, first.unwrap()), Some(&entry("2222")))
+        .await
+        .unwrap();
+    assert_eq!(
+        b.incumbent("spin/c1").await.unwrap().unwrap().id,
+        second.unwrap()
+    );
+    // A run a live controller works in is not another's to resume; once it lets go, it is.
+    let held = a.claim_run(ra).await.unwrap();
+    assert!(held.is_some());
+    assert!(b.claim_run(ra).await.unwrap().is_none());
+    drop(held);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while b.claim_run(ra).await.unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the claim was not released"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[test]
+fn two_controllers_sharing_the_database_and_the_ledger_commit_one_chain() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.default_url();
+    let env = Env::new();
+    let task = spin(&env);
+    let replay = steps(&env, "steps.jsonl", &[600, 400, 200, 100, 0]);
+    let start = |name: &str| {
+        cmd(&env, &url)
+            .args([
+                "run",
+                task.to_str().unwrap(),
+                "--proposer",
+                &replay,
+                "--json",
+            ])
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(env.path().join(format!("{name}.out"))).unwrap())
+            .stderr(std::fs::File::create(env.path().join(format!("{name}.err"))).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let (mut a, mut b) = (start("a"), start("b"));
+    for (c, name) in [(&mut a, "a"), (&mut b, "b")] {
+        let ok = c.wait().unwrap().success();
+        let err = std::fs::read_to_string(env.path().join(format!("{name}.err"))).unwrap();
+        assert!(ok, "controller {name}: {err}");
+    }
+    let q = |sql: &str| json(&env, &url, &["query", sql]);
+    let runs = q("SELECT id, status FROM runs ORDER BY id");
+    assert_eq!(
+        runs.as_array().unwrap().len(),
+        2,
+        "two runs, neither resumed the other's: {runs}"
+    );
+    assert!(
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["status"] == "finished"),
+        "{runs}"
+    );
+    let n = q("SELECT COUNT(*) AS n, COUNT(DISTINCT (run_id, seq)) AS d FROM candidates");
+    assert_eq!(
+        (n[0]["n"].as_i64(), n[0]["d"].as_i64()),
+        (Some(10), Some(10)),
+        "{n}"
+    );
+    // One chain: every entry was judged against the entry just before it on the branch.
+    let entries = q("SELECT id, parent_entry_id, commit_sha FROM ledger_entries ORDER BY id");
+    let entries = entries.as_array().unwrap();
+    assert!(entries.len() >= 2, "{entries:?}");
+    for w in entries.windows(2) {
+        assert_eq!(w[1]["parent_entry_id"], w[0]["id"], "a fork: {entries:?}");
+    }
+    let branch = json(&env, &url, &["best", "spin"]);
+    let head = env.git(&["rev-parse", branch["branch"].as_str().unwrap()]);
+    assert_eq!(
+        head.trim(),
+        entries.last().unwrap()["commit_sha"],
+        "{branch}"
+    );
+    let log = env.git(&["log", "--first-parent", "--format=%H", head.trim()]);
+    let shas: Vec<&str> = log.lines().rev().collect();
+    let recorded: Vec<&str> = entries
+        .iter()
+        .map(|e| e["commit_sha"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        shas, recorded,
+        "the branch's history is the chain of entries"
+    );
+    let lost = q("SELECT COUNT(*) AS n FROM candidate_results WHERE reason LIKE '%lost the race%'");
+    eprintln!(
+        "two controllers: {} entries, {lost} lost races",
+        entries.len()
+    );
+}
