@@ -47,7 +47,8 @@ async fn main() {
         Arc::new(AtomicBool::new(false)),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .remove(0);
     let wall = started.elapsed().as_secs_f64();
     let (_, rows) = store
         .query_readonly("SELECT e.overhead_ms, e.process_seconds, e.verdict FROM evaluations e ORDER BY e.overhead_ms")

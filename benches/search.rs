@@ -66,7 +66,8 @@ async fn one(b: &Bench, strategy: Strategy, seed: u64, budget: usize) -> Outcome
         cancel,
     )
     .await
-    .unwrap();
+    .unwrap()
+    .remove(0);
     let (_, rows) = store
         .query_readonly(&format!(
             "SELECT c.params_key, e.pairs, e.verdict FROM candidates c JOIN evaluations e ON e.candidate_id = c.id \

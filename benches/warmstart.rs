@@ -57,7 +57,8 @@ async fn tune(
         cancel.clone(),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .remove(0);
     let found = accepted(&store, report.run_id).await;
     store.close().await;
     found

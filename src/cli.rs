@@ -137,8 +137,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "CACHE")]
     pub simulate: Option<PathBuf>,
     /// Where evaluations run: local (here, the default), ssh://[user@]host[:port] (one remote
-    /// box) or slurm (a job step per evaluation through srun). Repeat it to use several targets;
-    /// the run's context is the nodes'.
+    /// box), slurm or slurm:PARTITION (a job step per evaluation through srun). Repeat it to use
+    /// several targets; results are the nodes' context's, and targets of different contexts (a
+    /// mixed cluster) each get their own run and branch, side by side.
     #[arg(long = "target", value_name = "TARGET")]
     pub targets: Vec<Target>,
     /// The polymorph binary on remote targets' nodes.

@@ -52,9 +52,16 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
         Some(_) => Runner::new(Isolation::Plain("evaluations run on remote targets".into())),
         None => runner(),
     };
-    let report =
+    let reports =
         polymorph::engine::run(&store, &cli.ledger, &a.task_dir, &opts, &runner, cancel).await?;
-    print_run(&report, &cli.ledger, a.json)
+    match reports.as_slice() {
+        [one] => print_run(one, &cli.ledger, a.json),
+        // Several contexts (a mixed cluster): a list of reports, one per context.
+        several if a.json => print_json(&several),
+        several => several
+            .iter()
+            .try_for_each(|r| print_run(r, &cli.ledger, false)),
+    }
 }
 
 /// Remote targets and how to reach them; `None` when every evaluation runs here.
@@ -62,7 +69,7 @@ fn targets(list: &[Target], a: &RunArgs) -> Result<Option<(Vec<Target>, TargetOp
     if a.jobs == 0 {
         bail!("--jobs must be at least 1");
     }
-    if !a.slurm_args.is_empty() && !list.contains(&Target::Slurm) {
+    if !a.slurm_args.is_empty() && !list.iter().any(|t| matches!(t, Target::Slurm { .. })) {
         bail!("--slurm-arg is for the slurm target: add --target slurm");
     }
     if list.iter().all(|t| *t == Target::Local) {

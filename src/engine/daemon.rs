@@ -156,10 +156,14 @@ async fn tick_one(
     )
     .await
     {
-        Ok(report) => {
-            tracing::info!(schedule = row.id, run = report.run_id, accepted = report.accepted, status = %report.status, "run ended");
-            report.status.to_string()
-        }
+        // A schedule runs here: one context, one report.
+        Ok(reports) => match reports.first() {
+            Some(report) => {
+                tracing::info!(schedule = row.id, run = report.run_id, accepted = report.accepted, status = %report.status, "run ended");
+                report.status.to_string()
+            }
+            None => "failed: the run reported nothing".into(),
+        },
         Err(e) => format!("failed: {e:#}"),
     };
     store.schedule_finished(row.id, &status).await?;

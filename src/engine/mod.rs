@@ -19,6 +19,7 @@ pub mod report;
 pub mod run;
 mod run_loop;
 pub mod schedule;
+mod side_by_side;
 pub mod simulate;
 pub mod warm_start;
 

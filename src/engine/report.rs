@@ -45,19 +45,22 @@ pub fn ratio(direction: Direction, base: Option<f64>, x: Option<f64>) -> Option<
 }
 
 /// One line per candidate on stderr, when enabled.
-pub struct Progress {
+pub struct Progress<'a> {
     pub enabled: bool,
     pub budget: usize,
+    /// Put before the line (a context's id, when several run side by side).
+    pub label: &'a str,
 }
 
-impl Progress {
+impl Progress<'_> {
     pub fn line(&self, k: usize, ev: &Evaluation, vs_start: Option<f64>, vs_hand: Option<f64>) {
         if !self.enabled {
             return;
         }
         let fmt = |r: Option<f64>| r.map_or("?".to_string(), |r| format!("{r:.2}x"));
         eprintln!(
-            "[{k:>3}/{}] {:<11} {} | best ~{} start, ~{} hand-tuned",
+            "{}[{k:>3}/{}] {:<11} {} | best ~{} start, ~{} hand-tuned",
+            self.label,
             self.budget,
             ev.verdict.as_str(),
             ev.reason,

@@ -7,14 +7,15 @@ use super::agent_host::AgentSettings;
 use super::evaluator::{Evaluator, base_job};
 use super::ledger_sync::sync_ledger;
 use super::proposers::{Strategy, make_proposer, resolve_proposer};
-use super::remote::{NoTargetLeft, Pool, Remote, Target, TargetOptions};
+use super::remote::{NoTargetLeft, Pool, Target, TargetOptions};
 use super::report::{RunReport, final_measurement};
 use super::run_loop::Loop;
-use super::simulate::{harness, simulated};
+use super::side_by_side::{probe_targets, side_by_side};
+use super::simulate::{Cache, harness, simulated};
 use super::warm_start::warm_start;
 use crate::record::store::RunClaim;
 use crate::record::{Ledger, ProposerChoice, RunProposer, RunStatus, Store};
-use crate::task::{Resolved, branch_name, resolve};
+use crate::task::{Resolved, resolve};
 use anyhow::{Context as _, Result, bail};
 use sandbox::{CancelFlag, Runner};
 use std::path::{Path, PathBuf};
@@ -111,7 +112,9 @@ async fn start_or_resume(
     }
 }
 
-/// Runs the loop on a task for `opts.budget` candidates (resuming an interrupted run).
+/// Runs the loop on a task for `opts.budget` candidates (resuming an interrupted run). One
+/// report per context: one, unless the remote targets span several contexts (a mixed
+/// cluster), where each context's targets get a run and a branch of their own, side by side.
 pub async fn run(
     store: &Store,
     ledger_path: &Path,
@@ -119,22 +122,63 @@ pub async fn run(
     opts: &RunOptions,
     runner: &Runner,
     cancel: CancelFlag,
-) -> Result<RunReport> {
+) -> Result<Vec<RunReport>> {
     let mut r = resolve(task_dir, opts.workload.as_deref())?;
-    let mut pool = None;
-    let cache = match (&opts.simulate, &opts.targets) {
+    let here = |r, cache| Context {
+        r,
+        cache,
+        pool: None,
+        label: String::new(),
+    };
+    let one = match (&opts.simulate, &opts.targets) {
         (Some(_), Some(_)) => bail!("--simulate replays a cache here; it takes no --target"),
-        (Some(path), None) => Some(simulated(&mut r, path)?),
-        (None, Some((targets, options))) => {
-            pool = Some(probe_targets(&mut r, targets, options, &cancel)?);
-            None
+        (Some(path), None) => {
+            let cache = simulated(&mut r, path)?;
+            here(r, Some(cache))
         }
         (None, None) => {
             r.check_requirements()?;
-            None
+            here(r, None)
+        }
+        (None, Some((targets, options))) => {
+            let mut groups = probe_targets(&r, targets, options, &cancel)?;
+            if groups.len() > 1 {
+                return side_by_side(store, ledger_path, groups, opts, runner, cancel);
+            }
+            groups.remove(0)
         }
     };
-    let r = r;
+    Ok(vec![
+        run_in_context(store, ledger_path, one, opts, runner, cancel).await?,
+    ])
+}
+
+/// A resolved task in one context and where its evaluations run.
+pub(super) struct Context {
+    pub r: Resolved,
+    /// A recorded cache replayed instead of the task's processes (`--simulate`).
+    pub cache: Option<Cache>,
+    /// The remote targets of this context; `None`: here.
+    pub pool: Option<Pool>,
+    /// Put before each progress line when several contexts run side by side.
+    pub label: String,
+}
+
+/// One run in one context: proposer, ledger branch, run row, loop, final measurement.
+pub(super) async fn run_in_context(
+    store: &Store,
+    ledger_path: &Path,
+    ctx: Context,
+    opts: &RunOptions,
+    runner: &Runner,
+    cancel: CancelFlag,
+) -> Result<RunReport> {
+    let Context {
+        r,
+        cache,
+        pool,
+        label,
+    } = ctx;
     let task = &r.task;
     let chosen = resolve_proposer(&opts.proposer, task, opts.agent.as_ref())?;
     let ledger = Ledger::open_or_init(ledger_path)?;
@@ -187,6 +231,7 @@ pub async fn run(
         };
         let mut lp =
             Loop::start(store, &ledger, &r, exec, cancel.clone(), &at, entry, commit).await?;
+        lp.label = label;
         let message = lp.run(opts, at.done, &chosen, proposer.as_mut()).await?;
         anyhow::Ok((message, lp.incumbent_commit, lp.exec))
     }
@@ -263,37 +308,4 @@ async fn report(
         best_entry: best.as_ref().map(|b| b.id),
         best_commit: best.map(|b| b.commit_sha),
     })
-}
-
-/// Probes the targets: the run's context becomes theirs (the nodes measure, not this machine).
-fn probe_targets(
-    r: &mut Resolved,
-    targets: &[Target],
-    options: &TargetOptions,
-    cancel: &CancelFlag,
-) -> Result<Pool> {
-    let remotes = targets
-        .iter()
-        .map(|t| Remote::new(t.clone(), options, &r.task))
-        .collect::<Result<Vec<_>>>()?;
-    let mut pool = Pool::new(remotes);
-    let reply = pool
-        .probe(&base_job(r)?, cancel)?
-        .context("interrupted while probing the targets")?;
-    r.fingerprint = serde_json::from_value(reply.fingerprint)
-        .with_context(|| format!("the context {} sent is not valid", reply.node))?;
-    r.context_id = reply.context_id;
-    r.branch = branch_name(&r.task.name, &r.context_id);
-    eprintln!(
-        "evaluating on {} (node {}, sandbox {}, context {})",
-        targets
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        reply.node,
-        reply.sandbox,
-        r.context_id
-    );
-    Ok(pool)
 }

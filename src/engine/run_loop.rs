@@ -35,6 +35,8 @@ pub(super) struct Loop<'a> {
     hand_score: Option<f64>,
     best_score: Option<f64>,
     tried: HashSet<String>,
+    /// Put before each progress line (the context, when several run side by side).
+    pub label: String,
 }
 
 impl<'a> Loop<'a> {
@@ -78,6 +80,7 @@ impl<'a> Loop<'a> {
             hand_score,
             best_score,
             tried: store.tried_params(&task.name, &r.context_id).await?,
+            label: String::new(),
         })
     }
 
@@ -95,6 +98,7 @@ impl<'a> Loop<'a> {
         let progress = Progress {
             enabled: opts.progress,
             budget: opts.budget,
+            label: &self.label.clone(),
         };
         let mut k = done + 1;
         while k <= opts.budget {

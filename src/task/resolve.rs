@@ -9,6 +9,7 @@ use sandbox::FileTree;
 use std::path::Path;
 
 /// Everything resolved about where a task's results go.
+#[derive(Clone)]
 pub struct Resolved {
     pub task: Task,
     pub source: FileTree,

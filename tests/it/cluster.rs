@@ -122,6 +122,87 @@ fn an_ssh_target_evaluates_in_the_nodes_context_and_records_here() {
 }
 
 #[test]
+fn a_mixed_cluster_gets_a_run_and_a_branch_per_context() {
+    let first = match Sshd::start() {
+        Ok(s) => s,
+        Err(why) => return skipped(&format!("ssh targets of two contexts: {why}")),
+    };
+    let env = Env::new();
+    // The second node's C compiler reports another version: another toolchain, so another
+    // context (as an H100 node and an H200 node would be).
+    let bin = env.path().join("other-cc");
+    std::fs::create_dir_all(&bin).unwrap();
+    let cc = bin.join("cc");
+    std::fs::write(
+        &cc,
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'cc (other) 99.1'; exit 0; }\nexec /usr/bin/cc \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&cc, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
+    let second = Sshd::start_with(&format!("SetEnv PATH={path}")).unwrap();
+    second.authorize(&first);
+    let task = env.task("spin");
+    std::fs::write(task.join("params.h"), "#define PAD_PERMILLE 800\n").unwrap();
+    let steps = env.write(
+        "steps.jsonl",
+        &[400, 0]
+            .map(|p| format!("{{\"files\": {{\"params.h\": \"#define PAD_PERMILLE {p}\\n\"}}}}\n"))
+            .concat(),
+    );
+    let replay = format!("replay:{}", steps.display());
+    let (a, b, ssh) = (first.target(), second.target(), first.ssh_command());
+    let args = [
+        "--proposer",
+        &replay,
+        "--target",
+        &a,
+        "--target",
+        &b,
+        "--ssh-command",
+        &ssh,
+    ];
+    let (reports, err) = finish(&env, spawn_run(&env, &task, &args, None));
+    let reports = reports
+        .as_array()
+        .unwrap_or_else(|| panic!("{reports}\n{err}"));
+    assert_eq!(reports.len(), 2, "{err}");
+    assert!(err.contains("the targets span 2 contexts"), "{err}");
+    let contexts: Vec<&str> = reports
+        .iter()
+        .map(|r| r["context_id"].as_str().unwrap())
+        .collect();
+    assert_ne!(contexts[0], contexts[1]);
+    for r in reports {
+        assert_eq!(r["status"], "finished", "{r}\n{err}");
+        assert_eq!(r["accepted"], 2, "{r}\n{err}");
+        // Each context's progress lines say which they are.
+        assert!(
+            err.contains(&format!("{} [  1/", r["context_id"].as_str().unwrap())),
+            "{err}"
+        );
+    }
+    // Each result went to its context's branch: the toolchain each node reported is in it.
+    let fingerprints = rows(&env, "SELECT id, fingerprint FROM contexts ORDER BY id");
+    let other: Vec<bool> = fingerprints
+        .iter()
+        .map(|c| {
+            c["fingerprint"]
+                .as_str()
+                .unwrap()
+                .contains("cc (other) 99.1")
+        })
+        .collect();
+    assert_eq!(other.iter().filter(|o| **o).count(), 1, "{fingerprints:?}");
+    let branches = rows(
+        &env,
+        "SELECT context_id, COUNT(*) AS n FROM ledger_entries WHERE kind = 'accepted' GROUP BY context_id",
+    );
+    assert_eq!(branches.len(), 2, "{branches:?}");
+    assert!(branches.iter().all(|b| b["n"] == 2), "{branches:?}");
+}
+
+#[test]
 fn a_connection_dropped_mid_benchmark_is_retried_and_recorded_once() {
     let sshd = match Sshd::start() {
         Ok(s) => s,
@@ -354,7 +435,7 @@ fn target_options_without_their_target_are_refused_before_any_work() {
         ),
         (
             vec!["--target", "k8s://x"],
-            "expected local, slurm or ssh://",
+            "expected local, slurm, slurm:PARTITION or ssh://",
         ),
     ] {
         env.cmd()

@@ -57,6 +57,11 @@ pub struct Sshd {
 
 impl Sshd {
     pub fn start() -> Result<Sshd, String> {
+        Sshd::start_with("")
+    }
+
+    /// An sshd with `extra` lines in its configuration (e.g. `SetEnv PATH=...` for its sessions).
+    pub fn start_with(extra: &str) -> Result<Sshd, String> {
         const SSHD: &str = "/usr/sbin/sshd";
         if !found(SSHD) {
             return Err("needs openssh-server (/usr/sbin/sshd)".into());
@@ -81,7 +86,7 @@ impl Sshd {
         let config = format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host\nAuthorizedKeysFile {d}/authorized_keys\n\
              PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-             StrictModes no\nUsePAM no\nPidFile {d}/sshd.pid\n"
+             StrictModes no\nUsePAM no\nPidFile {d}/sshd.pid\n{extra}\n"
         );
         std::fs::write(dir.path().join("sshd_config"), config).unwrap();
         if is_root() {
@@ -121,6 +126,14 @@ impl Sshd {
     pub fn stop(self) {
         self.cut_sessions();
         drop(self);
+    }
+
+    /// Lets `other`'s key in too, so one `--ssh-command` reaches both servers.
+    pub fn authorize(&self, other: &Sshd) {
+        let key = std::fs::read_to_string(other.dir.path().join("user.pub")).unwrap();
+        let path = self.dir.path().join("authorized_keys");
+        let keys = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(path, keys + &key).unwrap();
     }
 
     /// The `--ssh-command` that uses the test's key and trusts the test's host key.

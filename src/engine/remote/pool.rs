@@ -68,12 +68,17 @@ impl Pool {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Probes every target and keeps those that agree with the first that answers: the run's
-    /// context is theirs. A task error (the task cannot run there) ends the run.
-    pub fn probe(&mut self, job: &Job, cancel: &CancelFlag) -> Result<Option<Reply>> {
-        let mut first: Option<Reply> = None;
-        let mut kept = Vec::new();
-        for slot in std::mem::take(&mut self.state().slots) {
+    /// Probes every target and groups them by the context their node answered from, in the
+    /// order first answered: on a mixed cluster, one pool (and one run) per node type. `None`
+    /// when cancelled; a task error (the task cannot run there) ends the run.
+    pub fn probe(self, job: &Job, cancel: &CancelFlag) -> Result<Option<Vec<(Reply, Pool)>>> {
+        let slots = self
+            .state
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .slots;
+        let mut groups: Vec<(Reply, Vec<Slot>)> = Vec::new();
+        for slot in slots {
             match slot.remote.call(job, cancel) {
                 Err(CallError::Cancelled) => return Ok(None),
                 Err(CallError::Fault(why)) => eprintln!("target left out: {why}"),
@@ -81,25 +86,40 @@ impl Pool {
                     if let Outcome::TaskError(why) = &reply.result {
                         bail!("on {} ({}): {why}", slot.remote.target, reply.node);
                     }
-                    match &first {
-                        Some(f) if f.context_id != reply.context_id => eprintln!(
-                            "target {} left out: its node {} is in context {}, the run's is {} (run it separately)",
-                            slot.remote.target, reply.node, reply.context_id, f.context_id
-                        ),
-                        _ => {
-                            first.get_or_insert(reply);
-                            kept.push(slot);
-                        }
+                    match groups
+                        .iter_mut()
+                        .find(|(r, _)| r.context_id == reply.context_id)
+                    {
+                        Some((_, same)) => same.push(slot),
+                        None => groups.push((reply, vec![slot])),
                     }
                 }
             }
         }
-        self.state().slots = kept;
-        let Some(reply) = first else {
+        if groups.is_empty() {
             bail!("no target answered; see the reasons above");
-        };
-        self.context_id = Some(reply.context_id.clone());
-        Ok(Some(reply))
+        }
+        Ok(Some(
+            groups
+                .into_iter()
+                .map(|(reply, slots)| {
+                    let pool = Pool {
+                        state: Mutex::new(State { slots, next: 0 }),
+                        context_id: Some(reply.context_id.clone()),
+                    };
+                    (reply, pool)
+                })
+                .collect(),
+        ))
+    }
+
+    /// The targets this pool holds, as the user named them.
+    pub fn targets(&self) -> Vec<String> {
+        self.state()
+            .slots
+            .iter()
+            .map(|s| s.remote.target.to_string())
+            .collect()
     }
 
     /// Sends `job` to the targets in turn until one answers from the run's context; `None`

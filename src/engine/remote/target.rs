@@ -23,8 +23,15 @@ const STDERR_TAIL: usize = 600;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     Local,
-    Ssh { dest: String, port: Option<u16> },
-    Slurm,
+    Ssh {
+        dest: String,
+        port: Option<u16>,
+    },
+    /// Slurm, in a partition when named (`slurm:h200`): on a cluster with a partition per
+    /// node type, one target per type.
+    Slurm {
+        partition: Option<String>,
+    },
 }
 
 impl FromStr for Target {
@@ -35,11 +42,22 @@ impl FromStr for Target {
             return Ok(Target::Local);
         }
         if s == "slurm" {
-            return Ok(Target::Slurm);
+            return Ok(Target::Slurm { partition: None });
+        }
+        if let Some(p) = s.strip_prefix("slurm:") {
+            let valid = !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+            if !valid {
+                return Err(format!("{s:?}: expected slurm:PARTITION"));
+            }
+            return Ok(Target::Slurm {
+                partition: Some(p.to_string()),
+            });
         }
         let Some(rest) = s.strip_prefix("ssh://") else {
             return Err(format!(
-                "{s:?}: expected local, slurm or ssh://[user@]host[:port]"
+                "{s:?}: expected local, slurm, slurm:PARTITION or ssh://[user@]host[:port]"
             ));
         };
         let rest = rest.trim_end_matches('/');
@@ -67,7 +85,8 @@ impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Target::Local => f.write_str("local"),
-            Target::Slurm => f.write_str("slurm"),
+            Target::Slurm { partition: None } => f.write_str("slurm"),
+            Target::Slurm { partition: Some(p) } => write!(f, "slurm:{p}"),
             Target::Ssh { dest, port: None } => write!(f, "ssh://{dest}"),
             Target::Ssh {
                 dest,
@@ -139,7 +158,7 @@ impl Remote {
                 argv.push(format!("{} worker", shell_quote(&opts.worker)));
                 argv
             }
-            Target::Slurm => {
+            Target::Slurm { partition } => {
                 let mut argv: Vec<String> = [
                     "srun",
                     "--quiet",
@@ -151,6 +170,9 @@ impl Remote {
                 .to_vec();
                 if task.requires.contains(&Requirement::NvidiaGpu) {
                     argv.push("--gres=gpu:1".into());
+                }
+                if let Some(p) = partition {
+                    argv.push(format!("--partition={p}"));
                 }
                 argv.extend(opts.slurm_args.iter().cloned());
                 argv.extend([opts.worker.clone(), "worker".into()]);
@@ -169,7 +191,7 @@ impl Remote {
         let fault = |why: String| CallError::Fault(format!("{}: {why}", self.target));
         let line = serde_json::to_string(job).map_err(|e| fault(e.to_string()))?;
         let mut argv = self.argv.clone();
-        if self.target == Target::Slurm {
+        if matches!(self.target, Target::Slurm { .. }) {
             // squeue shows what each job is doing: polymorph-spin-evaluate.
             argv.insert(
                 1,
@@ -265,7 +287,13 @@ mod tests {
 
     #[test]
     fn targets_parse_and_print_back() {
-        for s in ["local", "slurm", "ssh://gpu7", "ssh://me@gpu7:2222"] {
+        for s in [
+            "local",
+            "slurm",
+            "slurm:h200",
+            "ssh://gpu7",
+            "ssh://me@gpu7:2222",
+        ] {
             assert_eq!(s.parse::<Target>().unwrap().to_string(), s);
         }
         for bad in [
@@ -273,6 +301,8 @@ mod tests {
             "ssh://host:port",
             "ssh://-oProxyCommand=x",
             "kubernetes",
+            "slurm:",
+            "slurm:a b",
             "",
         ] {
             assert!(bad.parse::<Target>().is_err(), "{bad}");

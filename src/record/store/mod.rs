@@ -86,6 +86,16 @@ impl Store {
         Ok(Store { pool, at })
     }
 
+    /// Another handle on the same database with connections of its own (for another runtime:
+    /// connections belong to the runtime that opened them).
+    pub async fn reopen(&self) -> Result<Store> {
+        let db = match &self.at {
+            DbAt::Sqlite(p) => p.clone(),
+            DbAt::Postgres(url) => PathBuf::from(url),
+        };
+        Store::open(&db).await
+    }
+
     /// Whether the database is PostgreSQL (shared by controllers that coordinate through it).
     pub fn is_shared(&self) -> bool {
         matches!(self.at, DbAt::Postgres(_))
