@@ -2,8 +2,10 @@
 //! `<task>/<context-id>` per context. The first commit on a branch is the task as given; every
 //! later commit is one accepted candidate. Commits are written before runs.db records them and
 //! the branch moves only after, so a crash can leave an unreferenced object but never a branch
-//! pointing at something unverified.
+//! pointing at something unverified. Shared by several controllers as one directory, or through
+//! a git remote (`origin.rs`).
 
+use super::origin::Origin;
 use anyhow::{Context as _, Result, bail};
 use git2::{FileMode, Oid, Repository, Signature};
 use sandbox::{FileTree, RelPath};
@@ -14,6 +16,8 @@ const AUTHOR: (&str, &str) = ("polymorph", "polymorph@localhost");
 
 pub struct Ledger {
     repo: Repository,
+    /// The git remote the ledger is shared through, when it has one.
+    origin: Option<Origin>,
 }
 
 /// A ledger commit's id; runs.db stores it as hex.
@@ -53,7 +57,7 @@ impl Ledger {
         let repo = Repository::open_bare(path).with_context(|| {
             format!("{} exists but is not a polymorph ledger (a bare git repository); pass --ledger elsewhere", path.display())
         })?;
-        Ok(Ledger { repo })
+        Ok(Ledger::with(repo))
     }
 
     /// Creates the repository beside `path` and renames it into place, so a controller sharing
@@ -89,7 +93,26 @@ impl Ledger {
                 path.display()
             )
         })?;
-        Ok(Some(Ledger { repo }))
+        Ok(Some(Ledger::with(repo)))
+    }
+
+    fn with(repo: Repository) -> Ledger {
+        Ledger {
+            origin: Origin::of(&repo),
+            repo,
+        }
+    }
+
+    /// A commit, fetched from the ledger's origin when another controller made it.
+    fn commit(&self, oid: CommitId) -> Result<git2::Commit<'_>> {
+        if self.repo.find_commit(oid.0).is_err()
+            && let Some(origin) = &self.origin
+        {
+            origin.fetch()?;
+        }
+        self.repo
+            .find_commit(oid.0)
+            .with_context(|| format!("ledger commit {oid} is missing"))
     }
 
     /// Fails when the ledger cannot be written: a run checks this before its first candidate
@@ -150,19 +173,33 @@ impl Ledger {
         let tree_oid = self.write_tree(tree)?;
         let git_tree = self.repo.find_tree(tree_oid)?;
         let sig = Self::signature()?;
-        let parent_commit = parent.map(|p| self.repo.find_commit(p.0)).transpose()?;
+        let parent_commit = parent.map(|p| self.commit(p)).transpose()?;
         let parents: Vec<&git2::Commit<'_>> = parent_commit.iter().collect();
-        Ok(CommitId(
-            self.repo
-                .commit(None, &sig, &sig, message, &git_tree, &parents)?,
-        ))
+        let oid = self
+            .repo
+            .commit(None, &sig, &sig, message, &git_tree, &parents)?;
+        // Shared through a remote: the commit is there before anything records it.
+        if let Some(origin) = &self.origin {
+            origin.push_commit(oid)?;
+        }
+        Ok(CommitId(oid))
     }
 
     /// Points `branch` at `oid` (which must be a commit already written).
     pub fn set_branch(&self, branch: &str, oid: CommitId) -> Result<()> {
-        self.repo
-            .find_commit(oid.0)
-            .with_context(|| format!("ledger commit {oid} is missing"))?;
+        self.commit(oid)?;
+        self.move_branch(branch, oid)?;
+        // The database already says where the branch is; a push that fails (or finds the remote
+        // further on) leaves the remote branch to whoever moves it next.
+        if let Some(origin) = &self.origin
+            && let Err(e) = origin.push_branch(branch)
+        {
+            tracing::warn!(branch, "ledger branch not pushed to origin: {e:#}");
+        }
+        Ok(())
+    }
+
+    fn move_branch(&self, branch: &str, oid: CommitId) -> Result<()> {
         let name = format!("refs/heads/{branch}");
         let moving = || format!("moving ledger branch {branch}");
         // Controllers sharing the ledger move a branch concurrently: each move is a
@@ -206,15 +243,12 @@ impl Ledger {
     }
 
     pub fn has_commit(&self, oid: CommitId) -> bool {
-        self.repo.find_commit(oid.0).is_ok()
+        self.commit(oid).is_ok()
     }
 
     /// The files of a commit.
     pub fn read_tree(&self, oid: CommitId) -> Result<FileTree> {
-        let commit = self
-            .repo
-            .find_commit(oid.0)
-            .with_context(|| format!("ledger commit {oid} not found"))?;
+        let commit = self.commit(oid)?;
         let mut out = FileTree::default();
         let mut failure = None;
         commit
@@ -253,17 +287,14 @@ impl Ledger {
 
     /// The full message of a commit.
     pub fn message(&self, oid: CommitId) -> Result<String> {
-        let commit = self
-            .repo
-            .find_commit(oid.0)
-            .with_context(|| format!("ledger commit {oid} not found"))?;
+        let commit = self.commit(oid)?;
         Ok(String::from_utf8_lossy(commit.message_bytes()).into_owned())
     }
 
     /// `git diff` text between two commits.
     pub fn diff(&self, from: CommitId, to: CommitId) -> Result<String> {
-        let a = self.repo.find_commit(from.0)?.tree()?;
-        let b = self.repo.find_commit(to.0)?.tree()?;
+        let a = self.commit(from)?.tree()?;
+        let b = self.commit(to)?.tree()?;
         let diff = self.repo.diff_tree_to_tree(Some(&a), Some(&b), None)?;
         let mut text = String::new();
         diff.print(git2::DiffFormat::Patch, |_, _, line| {

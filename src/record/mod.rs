@@ -4,6 +4,7 @@
 pub mod kinds;
 pub mod ledger;
 pub mod lock;
+mod origin;
 pub mod quarantine;
 pub mod review;
 pub mod store;

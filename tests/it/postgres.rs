@@ -22,14 +22,19 @@ fn cluster() -> Option<Postgres> {
     }
 }
 
-/// `polymorph` on this env's ledger and the database at `url`.
-fn cmd(env: &Env, url: &str) -> Command {
+/// `polymorph` on the database at `url` and the ledger at `ledger`.
+fn cmd_on(env: &Env, url: &str, ledger: &Path) -> Command {
     let mut c = Command::new(assert_cmd::cargo::cargo_bin("polymorph"));
     c.current_dir(env.path())
         .env_remove("OPENAI_BASE_URL")
         .env_remove("POLYMORPH_DB")
-        .args(["--db", url, "--ledger", env.ledger().to_str().unwrap()]);
+        .args(["--db", url, "--ledger", ledger.to_str().unwrap()]);
     c
+}
+
+/// `polymorph` on this env's ledger and the database at `url`.
+fn cmd(env: &Env, url: &str) -> Command {
+    cmd_on(env, url, &env.ledger())
 }
 
 fn json(env: &Env, url: &str, args: &[&str]) -> Value {
@@ -242,15 +247,30 @@ async fn of_two_entries_judged_against_one_incumbent_only_the_first_lands() {
     }
 }
 
-#[test]
-fn two_controllers_sharing_the_database_and_the_ledger_commit_one_chain() {
-    let Some(pg) = cluster() else { return };
-    let url = pg.default_url();
-    let env = Env::new();
-    let task = spin(&env);
-    let replay = steps(&env, "steps.jsonl", &[600, 400, 200, 100, 0]);
-    let start = |name: &str| {
-        cmd(&env, &url)
+/// `git` on the bare repository at `dir`.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Two controllers started at once on the same task, database and (shared) ledger: returns the
+/// entries, after checking they are one chain and that `shared` (the ledger everyone sees)
+/// holds that chain as the branch's history.
+fn two_controllers(env: &Env, url: &str, ledgers: [&Path; 2], shared: &Path) -> usize {
+    let task = spin(env);
+    let replay = steps(env, "steps.jsonl", &[600, 400, 200, 100, 0]);
+    let start = |name: &str, ledger: &Path| {
+        cmd_on(env, url, ledger)
             .args([
                 "run",
                 task.to_str().unwrap(),
@@ -264,26 +284,21 @@ fn two_controllers_sharing_the_database_and_the_ledger_commit_one_chain() {
             .spawn()
             .unwrap()
     };
-    let (mut a, mut b) = (start("a"), start("b"));
+    let (mut a, mut b) = (start("a", ledgers[0]), start("b", ledgers[1]));
     for (c, name) in [(&mut a, "a"), (&mut b, "b")] {
         let ok = c.wait().unwrap().success();
         let err = std::fs::read_to_string(env.path().join(format!("{name}.err"))).unwrap();
         assert!(ok, "controller {name}: {err}");
     }
-    let q = |sql: &str| json(&env, &url, &["query", sql]);
+    let q = |sql: &str| json(env, url, &["query", sql]);
     let runs = q("SELECT id, status FROM runs ORDER BY id");
+    let runs = runs.as_array().unwrap();
     assert_eq!(
-        runs.as_array().unwrap().len(),
+        runs.len(),
         2,
-        "two runs, neither resumed the other's: {runs}"
+        "two runs, neither resumed the other's: {runs:?}"
     );
-    assert!(
-        runs.as_array()
-            .unwrap()
-            .iter()
-            .all(|r| r["status"] == "finished"),
-        "{runs}"
-    );
+    assert!(runs.iter().all(|r| r["status"] == "finished"), "{runs:?}");
     let n = q("SELECT COUNT(*) AS n, COUNT(DISTINCT (run_id, seq)) AS d FROM candidates");
     assert_eq!(
         (n[0]["n"].as_i64(), n[0]["d"].as_i64()),
@@ -297,26 +312,81 @@ fn two_controllers_sharing_the_database_and_the_ledger_commit_one_chain() {
     for w in entries.windows(2) {
         assert_eq!(w[1]["parent_entry_id"], w[0]["id"], "a fork: {entries:?}");
     }
-    let branch = json(&env, &url, &["best", "spin"]);
-    let head = env.git(&["rev-parse", branch["branch"].as_str().unwrap()]);
-    assert_eq!(
-        head.trim(),
-        entries.last().unwrap()["commit_sha"],
-        "{branch}"
-    );
-    let log = env.git(&["log", "--first-parent", "--format=%H", head.trim()]);
-    let shas: Vec<&str> = log.lines().rev().collect();
     let recorded: Vec<&str> = entries
         .iter()
         .map(|e| e["commit_sha"].as_str().unwrap())
         .collect();
+    let best_on = |ledger: &Path| -> Value {
+        let out = cmd_on(env, url, ledger)
+            .args(["best", "spin", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let best = best_on(ledgers[0]);
+    let branch = best["branch"].as_str().unwrap();
+    let head = git(shared, &["rev-parse", branch]);
+    assert_eq!(head.trim(), *recorded.last().unwrap(), "{best}");
+    let log = git(
+        shared,
+        &["log", "--first-parent", "--format=%H", head.trim()],
+    );
+    let shas: Vec<&str> = log.lines().rev().collect();
     assert_eq!(
         shas, recorded,
         "the branch's history is the chain of entries"
     );
+    // Either controller's ledger shows the best, whoever committed it.
+    assert_eq!(best_on(ledgers[1])["commit"], best["commit"]);
     let lost = q("SELECT COUNT(*) AS n FROM candidate_results WHERE reason LIKE '%lost the race%'");
     eprintln!(
-        "two controllers: {} entries, {lost} lost races",
-        entries.len()
+        "two controllers: {} entries, {} lost races",
+        entries.len(),
+        lost[0]["n"]
     );
+    entries.len()
+}
+
+#[test]
+fn two_controllers_sharing_the_database_and_a_ledger_directory_commit_one_chain() {
+    let Some(pg) = cluster() else { return };
+    let env = Env::new();
+    let ledger = env.ledger();
+    two_controllers(&env, &pg.default_url(), [&ledger, &ledger], &ledger);
+}
+
+#[test]
+fn two_controllers_sharing_the_database_and_a_git_remote_commit_one_chain() {
+    let Some(pg) = cluster() else { return };
+    let env = Env::new();
+    // The shared ledger is a git remote; each controller has its own clone of it.
+    let remote = env.path().join("shared.git");
+    let clones = [env.path().join("a.git"), env.path().join("b.git")];
+    git(&remote, &["init", "--quiet", "--bare"]);
+    for clone in &clones {
+        git(clone, &["init", "--quiet", "--bare"]);
+        git(
+            clone,
+            &["remote", "add", "origin", remote.to_str().unwrap()],
+        );
+    }
+    two_controllers(&env, &pg.default_url(), [&clones[0], &clones[1]], &remote);
+    // Every commit the database records is on the remote.
+    let url = pg.default_url();
+    let shas = json(
+        &env,
+        &url,
+        &["query", "SELECT commit_sha FROM ledger_entries"],
+    );
+    for sha in shas.as_array().unwrap() {
+        git(
+            &remote,
+            &["cat-file", "-e", sha["commit_sha"].as_str().unwrap()],
+        );
+    }
 }
