@@ -149,18 +149,7 @@ impl Env {
 
     /// `git` on the ledger, as a person would run it.
     pub fn git(&self, args: &[&str]) -> String {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(self.ledger())
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        git_in(&self.ledger(), args)
     }
 
     pub fn write(&self, name: &str, text: &str) -> PathBuf {
@@ -189,6 +178,22 @@ pub fn edit(path: &Path, from: &str, to: &str) {
 
 /// Says on the real stderr, which the test harness does not capture (so CI's log shows it),
 /// that a guarantee was not tested on this machine.
+/// `git` in the repository at `dir` (a bare one too): its output; a failure fails the test.
+pub fn git_in(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 pub fn skipped(why: &str) {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr(), "skipped: {why}");

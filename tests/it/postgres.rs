@@ -3,7 +3,7 @@
 //! ledger committing one chain of entries (one of two candidates judged against the same
 //! incumbent lands, the other is recorded as having lost the race and the run re-bases).
 
-use super::common::{Env, skipped};
+use super::common::{Env, git_in as git, skipped};
 use super::pg_engine::Postgres;
 use polymorph::measure::{Interval, Verdict};
 use polymorph::record::store::{NewEntry, NewEvaluation, Superseded};
@@ -247,22 +247,6 @@ async fn of_two_entries_judged_against_one_incumbent_only_the_first_lands() {
     }
 }
 
-/// `git` on the bare repository at `dir`.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("--git-dir")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// Two controllers started at once on the same task, database and (shared) ledger: returns the
 /// entries, after checking they are one chain and that `shared` (the ledger everyone sees)
 /// holds that chain as the branch's history.
@@ -367,9 +351,15 @@ fn two_controllers_sharing_the_database_and_a_git_remote_commit_one_chain() {
     // The shared ledger is a git remote; each controller has its own clone of it.
     let remote = env.path().join("shared.git");
     let clones = [env.path().join("a.git"), env.path().join("b.git")];
-    git(&remote, &["init", "--quiet", "--bare"]);
+    let init = |dir: &Path| {
+        git(
+            env.path(),
+            &["init", "--quiet", "--bare", dir.to_str().unwrap()],
+        )
+    };
+    init(&remote);
     for clone in &clones {
-        git(clone, &["init", "--quiet", "--bare"]);
+        init(clone);
         git(
             clone,
             &["remote", "add", "origin", remote.to_str().unwrap()],
