@@ -136,6 +136,16 @@ pub struct RunArgs {
     /// and benchmarking: strategies compared in seconds, in a context of the cache's own.
     #[arg(long, value_name = "CACHE")]
     pub simulate: Option<PathBuf>,
+    #[command(flatten)]
+    pub remote: TargetArgs,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where a run's (or a schedule's runs') evaluations happen.
+#[derive(Debug, Clone, Args)]
+pub struct TargetArgs {
     /// Where evaluations run: local (here, the default), ssh://[user@]host[:port] (one remote
     /// box), slurm or slurm:PARTITION (a job step per evaluation through srun). Repeat it to use
     /// several targets; results are the nodes' context's, and targets of different contexts (a
@@ -157,9 +167,6 @@ pub struct RunArgs {
     /// in parallel, benchmarks take turns on each node (one lock per node).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
-    /// Print the result as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -330,6 +337,8 @@ pub struct QueryArgs {
     pub json: bool,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Subcommand)]
 pub enum ScheduleAction {
     /// Add a schedule: give exactly one of --every or --cron.
@@ -347,6 +356,8 @@ pub enum ScheduleAction {
         proposer: ProposerChoice,
         #[arg(long)]
         workload: Option<PathBuf>,
+        #[command(flatten)]
+        remote: TargetArgs,
     },
     /// List schedules with their last run.
     List {

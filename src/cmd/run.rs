@@ -1,10 +1,10 @@
 //! `polymorph run`: the loop on a task, and its summary.
 
 use super::output::{fmt_score, print_json};
-use crate::cli::{Cli, RunArgs};
+use crate::cli::{Cli, RunArgs, TargetArgs};
 use anyhow::{Result, bail};
 use polymorph::engine::agent_host::AgentSettings;
-use polymorph::engine::remote::{Target, TargetOptions};
+use polymorph::engine::remote::{RemoteSpec, Target, TargetOptions};
 use polymorph::engine::{RunOptions, RunReport, runner};
 use polymorph::record::{LockFile, ProposerChoice, RunProposer, Store};
 use sandbox::{CancelFlag, Isolation, Runner};
@@ -14,7 +14,7 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
     if a.budget == 0 {
         bail!("--budget must be at least 1");
     }
-    let targets = targets(&a.targets, &a)?;
+    let targets = targets(&a.remote)?;
     let agent = match a.proposer {
         ProposerChoice::Auto | ProposerChoice::Given(RunProposer::Agent) => {
             let mut settings = AgentSettings::from_env(
@@ -43,7 +43,7 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
         agent,
         simulate: a.simulate,
         strategy: a.strategy,
-        targets,
+        targets: targets.map(|t| (t.targets, t.options)),
     };
     let _lock = LockFile::run(&cli.db)?;
     let store = Store::open(&cli.db).await?;
@@ -65,7 +65,8 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
 }
 
 /// Remote targets and how to reach them; `None` when every evaluation runs here.
-fn targets(list: &[Target], a: &RunArgs) -> Result<Option<(Vec<Target>, TargetOptions)>> {
+pub(super) fn targets(a: &TargetArgs) -> Result<Option<RemoteSpec>> {
+    let list = &a.targets;
     if a.jobs == 0 {
         bail!("--jobs must be at least 1");
     }
@@ -85,15 +86,15 @@ fn targets(list: &[Target], a: &RunArgs) -> Result<Option<(Vec<Target>, TargetOp
             "--target local cannot be mixed with remote targets (name this machine as ssh://localhost)"
         );
     }
-    Ok(Some((
-        list.to_vec(),
-        TargetOptions {
+    Ok(Some(RemoteSpec {
+        targets: list.to_vec(),
+        options: TargetOptions {
             worker: a.worker.clone(),
             ssh_command: a.ssh_command.clone(),
             slurm_args: a.slurm_args.clone(),
             jobs: a.jobs,
         },
-    )))
+    }))
 }
 
 fn print_run(r: &RunReport, ledger: &Path, json: bool) -> Result<()> {

@@ -4,6 +4,7 @@ use super::output::print_json;
 use crate::cli::{Cli, DaemonArgs, ScheduleAction};
 use anyhow::{Result, bail};
 use polymorph::engine::daemon::{DaemonOptions, daemon as run_daemon};
+use polymorph::engine::remote::RemoteSpec;
 use polymorph::engine::runner;
 use polymorph::engine::schedule::{When, format_duration, parse_every};
 use polymorph::record::{ProposerChoice, Store};
@@ -21,7 +22,14 @@ pub async fn schedule(cli: &Cli, action: ScheduleAction) -> Result<()> {
             budget,
             proposer,
             workload,
-        } => add(&store, task_dir, every, cron, budget, proposer, workload).await,
+            remote,
+        } => {
+            let remote = super::run::targets(&remote)?;
+            add(
+                &store, task_dir, every, cron, budget, proposer, workload, remote,
+            )
+            .await
+        }
         ScheduleAction::List { json } => list(&store, json).await,
         ScheduleAction::Remove { id } => {
             if !store.remove_schedule(id).await? {
@@ -50,6 +58,7 @@ async fn add(
     budget: usize,
     proposer: ProposerChoice,
     workload: Option<PathBuf>,
+    remote: Option<RemoteSpec>,
 ) -> Result<()> {
     if budget == 0 {
         bail!("--budget must be at least 1");
@@ -77,10 +86,16 @@ async fn add(
             budget as i64,
             &proposer,
             workload.as_deref(),
+            remote
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()?
+                .as_deref(),
         )
         .await?;
+    let on = remote.map_or("here".to_string(), |r| shown_targets(&r));
     println!(
-        "schedule {id}: {} {}, budget {budget}, proposer {proposer}; run `polymorph daemon` to execute it",
+        "schedule {id}: {} {}, budget {budget}, proposer {proposer}, evaluating {on}; run `polymorph daemon` to execute it",
         r.task.name,
         when.describe()
     );
@@ -104,8 +119,13 @@ async fn list(store: &Store, json: bool) -> Result<()> {
             (None, Some(c)) => format!("cron {c:?}"),
             _ => "-".into(),
         };
+        let on = match s.remote.as_deref().map(serde_json::from_str::<RemoteSpec>) {
+            Some(Ok(r)) => format!(" on {}", shown_targets(&r)),
+            Some(Err(e)) => format!(" on ? ({e})"),
+            None => String::new(),
+        };
         println!(
-            "{:>3}  {:<12} {:<20} budget {:<4} {:<8} last run {} ({}){}",
+            "{:>3}  {:<12} {:<20} budget {:<4} {:<8}{on} last run {} ({}){}",
             s.id,
             s.task,
             when,
@@ -117,4 +137,13 @@ async fn list(store: &Store, json: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// "on ssh://gpu7, slurm:h200 (2 jobs)".
+fn shown_targets(r: &RemoteSpec) -> String {
+    let list: Vec<String> = r.targets.iter().map(ToString::to_string).collect();
+    match r.options.jobs {
+        1 => list.join(", "),
+        n => format!("{} ({n} jobs)", list.join(", ")),
+    }
 }

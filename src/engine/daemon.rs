@@ -4,6 +4,7 @@
 
 use super::agent_host::AgentSettings;
 use super::proposers::Strategy;
+use super::remote::RemoteSpec;
 use super::run::{RunOptions, run};
 use super::schedule::{ScheduleState, When, due};
 use crate::record::store::{ScheduleRow, now};
@@ -107,7 +108,19 @@ async fn tick_one(
     let workload = row.workload.as_deref().map(Path::new);
     let r = resolve(Path::new(&row.task_dir), workload)?;
     let state = state_of(row)?;
-    let Some(reason) = due(&state, now_at, &r.context_id, &r.fingerprint) else {
+    let remote: Option<RemoteSpec> = row
+        .remote
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("schedule {}: its targets do not parse: {e}", row.id))?;
+    // Remote targets' nodes are probed only by a run (a probe is a job on the cluster), so a
+    // remote schedule is due by time: its runs then evaluate in whatever context the nodes are.
+    let (context_id, fingerprint) = match (&remote, &state.last_context, &state.last_fingerprint) {
+        (Some(_), Some(c), Some(f)) => (c.clone(), f.clone()),
+        _ => (r.context_id.clone(), r.fingerprint.clone()),
+    };
+    let Some(reason) = due(&state, now_at, &context_id, &fingerprint) else {
         return Ok(());
     };
     let Ok(_run_lock) = LockFile::run(db) else {
@@ -117,13 +130,13 @@ async fn tick_one(
         );
         return Ok(());
     };
-    tracing::info!(schedule = row.id, task = %row.task, context = %r.context_id, "running: {reason}");
+    tracing::info!(schedule = row.id, task = %row.task, context = %context_id, "running: {reason}");
     store
         .schedule_started(
             row.id,
             &now(),
-            &r.context_id,
-            &serde_json::to_string(&r.fingerprint)?,
+            &context_id,
+            &serde_json::to_string(&fingerprint)?,
             &reason,
         )
         .await?;
@@ -144,7 +157,7 @@ async fn tick_one(
         .ok(),
         simulate: None,
         strategy: Strategy::Model,
-        targets: None,
+        targets: remote.map(|r| (r.targets, r.options)),
     };
     let status = match run(
         store,
@@ -156,14 +169,26 @@ async fn tick_one(
     )
     .await
     {
-        // A schedule runs here: one context, one report.
-        Ok(reports) => match reports.first() {
-            Some(report) => {
-                tracing::info!(schedule = row.id, run = report.run_id, accepted = report.accepted, status = %report.status, "run ended");
-                report.status.to_string()
+        // One report per context the run found (several on a mixed cluster).
+        Ok(reports) => {
+            for report in &reports {
+                tracing::info!(schedule = row.id, run = report.run_id, context = %report.context_id, accepted = report.accepted, status = %report.status, "run ended");
             }
-            None => "failed: the run reported nothing".into(),
-        },
+            if let Some(first) = reports.first()
+                && first.context_id != context_id
+                && let Some((_, fp)) = store
+                    .contexts(&row.task)
+                    .await?
+                    .into_iter()
+                    .find(|(id, _)| *id == first.context_id)
+            {
+                store
+                    .schedule_context(row.id, &first.context_id, &fp)
+                    .await?;
+            }
+            let statuses: Vec<String> = reports.iter().map(|r| r.status.to_string()).collect();
+            statuses.join(", ")
+        }
         Err(e) => format!("failed: {e:#}"),
     };
     store.schedule_finished(row.id, &status).await?;

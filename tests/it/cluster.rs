@@ -203,6 +203,55 @@ fn a_mixed_cluster_gets_a_run_and_a_branch_per_context() {
 }
 
 #[test]
+fn a_schedule_with_an_ssh_target_is_run_there_by_the_daemon() {
+    let sshd = match Sshd::start() {
+        Ok(s) => s,
+        Err(why) => return skipped(&format!("a scheduled run on an ssh target: {why}")),
+    };
+    let env = Env::new();
+    let task = env.task("spin");
+    let (target, ssh, w) = (sshd.target(), sshd.ssh_command(), worker());
+    let add = [
+        "schedule",
+        "add",
+        task.to_str().unwrap(),
+        "--every",
+        "1h",
+        "--budget",
+        "2",
+        "--proposer",
+        "search",
+        "--target",
+        &target,
+        "--ssh-command",
+        &ssh,
+        "--worker",
+        &w,
+    ];
+    let out = env.cmd().args(add).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && said.contains(&format!("evaluating {target}")),
+        "{said}"
+    );
+    let daemon = env.cmd().args(["daemon", "--once"]).output().unwrap();
+    let err = String::from_utf8_lossy(&daemon.stderr);
+    assert!(daemon.status.success(), "{err}");
+    assert!(err.contains(&format!("evaluating on {target}")), "{err}");
+    let list = env.json(&["schedule", "list"]);
+    assert_eq!(list[0]["last_status"], "finished", "{list}\n{err}");
+    let here = env.json(&["context", task.to_str().unwrap()]);
+    assert_eq!(
+        list[0]["last_context"], here["context_id"],
+        "the node's context (this machine)"
+    );
+    assert_recorded_once(&env, 2);
+    // Not due again for an hour: the next tick runs nothing.
+    env.cmd().args(["daemon", "--once"]).assert().success();
+    assert_recorded_once(&env, 2);
+}
+
+#[test]
 fn a_connection_dropped_mid_benchmark_is_retried_and_recorded_once() {
     let sshd = match Sshd::start() {
         Ok(s) => s,

@@ -9,4 +9,4 @@ pub mod wire;
 pub mod worker;
 
 pub use pool::{NoTargetLeft, Pool};
-pub use target::{Remote, Target, TargetOptions};
+pub use target::{Remote, RemoteSpec, Target, TargetOptions};

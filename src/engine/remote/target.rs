@@ -96,8 +96,30 @@ impl std::fmt::Display for Target {
     }
 }
 
+impl serde::Serialize for Target {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Target {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Remote targets and how to reach them, as a schedule keeps them.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RemoteSpec {
+    pub targets: Vec<Target>,
+    #[serde(flatten)]
+    pub options: TargetOptions,
+}
+
 /// How remote targets are reached.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TargetOptions {
     /// The polymorph binary on the nodes.
     pub worker: String,

@@ -139,6 +139,8 @@ pub struct ScheduleRow {
     /// `running`, a run's final status, or `failed: why` / `error: why`.
     pub last_status: Option<String>,
     pub last_reason: Option<String>,
+    /// Remote targets as JSON (`RemoteSpec`); `None`: the runs evaluate here.
+    pub remote: Option<String>,
 }
 
 #[derive(Debug, Clone, FromRow)]

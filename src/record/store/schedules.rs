@@ -15,9 +15,10 @@ impl Store {
         budget: i64,
         proposer: &ProposerChoice,
         workload: Option<&str>,
+        remote: Option<&str>,
     ) -> Result<i64> {
         Ok(sqlx::query_scalar::<_, i64>(
-            "INSERT INTO schedules (task, task_dir, every_s, cron, budget, proposer, workload, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+            "INSERT INTO schedules (task, task_dir, every_s, cron, budget, proposer, workload, created_at, remote) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
         )
         .bind(task)
         .bind(task_dir)
@@ -27,6 +28,7 @@ impl Store {
         .bind(proposer)
         .bind(workload)
         .bind(now())
+        .bind(remote)
         .fetch_one(&self.pool)
         .await?)
     }
@@ -67,6 +69,17 @@ impl Store {
         .bind(id)
         .execute(&self.pool)
         .await?;
+        Ok(())
+    }
+
+    /// The context a schedule's run found (remote targets' nodes are probed only by the run).
+    pub async fn schedule_context(&self, id: i64, context: &str, fingerprint: &str) -> Result<()> {
+        sqlx::query("UPDATE schedules SET last_context = $1, last_fingerprint = $2 WHERE id = $3")
+            .bind(context)
+            .bind(fingerprint)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
