@@ -130,6 +130,21 @@ fn a_run_on_postgres_is_read_back_by_every_command_and_query_stays_read_only() {
     let runs = json(&env, &url, &["query", "SELECT COUNT(*) AS n FROM runs"]);
     assert_eq!(runs[0]["n"], 1);
 
+    // Review on PostgreSQL: a rejection takes e3 off the branch, best falls back to e2.
+    let shown = json(&env, &url, &["show", "2"]);
+    assert_eq!(shown["verdict"], "accepted", "{shown}");
+    let out = cmd(&env, &url)
+        .args(["reject", "e3", "--reason", "not on this cluster"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let best = json(&env, &url, &["best", "spin"]);
+    assert_eq!(best["entry"], 2, "{best}");
+
     // A database that is not there: a clear error, quickly.
     let out = cmd(&env, "postgres://polymorph@127.0.0.1:1/nothing")
         .arg("history")
@@ -379,4 +394,69 @@ fn two_controllers_sharing_the_database_and_a_git_remote_commit_one_chain() {
             &["cat-file", "-e", sha["commit_sha"].as_str().unwrap()],
         );
     }
+}
+
+#[test]
+fn a_controller_killed_mid_run_leaves_a_run_another_resumes() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.default_url();
+    let env = Env::new();
+    let task = env.spin_without_screening();
+    let run = |budget: &str| {
+        cmd(&env, &url)
+            .args([
+                "run",
+                task.to_str().unwrap(),
+                "--budget",
+                budget,
+                "--seed",
+                "5",
+                "--json",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = run("4");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let n = json(
+            &env,
+            &url,
+            &["query", "SELECT COUNT(*) AS n FROM candidates"],
+        );
+        if n[0]["n"].as_i64() >= Some(1) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no candidate recorded"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+    // Its session lock went with its connection: the same command resumes the run.
+    let out = run("4").wait_with_output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (report["resumed"].as_bool(), report["run_id"].as_i64()),
+        (Some(true), Some(1)),
+        "{report}"
+    );
+    assert_eq!(report["status"], "finished", "{report}");
+    let seqs = json(
+        &env,
+        &url,
+        &["query", "SELECT seq FROM candidates ORDER BY seq"],
+    );
+    let seqs: Vec<i64> = seqs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["seq"].as_i64().unwrap())
+        .collect();
+    assert_eq!(seqs, [1, 2, 3, 4], "each candidate once, none lost");
 }
