@@ -28,6 +28,11 @@ pub async fn sync_ledger(store: &Store, ledger: &Ledger, r: &Resolved) -> Result
             }
         }
         (None, Some(head)) => {
+            // Another controller sharing the database and the ledger may have started the
+            // branch between the two reads above: then the database has its origin now.
+            if store.expected_head(&r.branch).await?.is_some() {
+                return Box::pin(sync_ledger(store, ledger, r)).await;
+            }
             bail!(
                 "ledger branch {} (at {head}) has no entries in runs.db: is --db the database of this --ledger?",
                 r.branch

@@ -26,7 +26,7 @@ impl Origin {
         })
     }
 
-    fn git(&self, args: &[&str]) -> Result<()> {
+    fn git(&self, args: &[&str]) -> Result<String> {
         let out = Command::new("git")
             .arg("--git-dir")
             .arg(&self.git_dir)
@@ -41,25 +41,32 @@ impl Origin {
                 String::from_utf8_lossy(&out.stderr).trim()
             );
         }
-        Ok(())
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// Pushes a commit (and what it needs) to the remote, before anything records it.
     pub fn push_commit(&self, oid: Oid) -> Result<()> {
-        self.git(&[
-            "push",
-            "--quiet",
-            "origin",
-            &format!("{oid}:{COMMITS}/{oid}"),
-        ])
-        .context("pushing a ledger commit to origin")
+        let name = format!("{COMMITS}/{oid}");
+        let pushed = self.git(&["push", "--quiet", "origin", &format!("{oid}:{name}")]);
+        // Two controllers can make the very same commit (same tree, parent, message and second)
+        // and push it at once: the one that finds it there already has nothing left to do.
+        if pushed.is_err()
+            && self
+                .git(&["ls-remote", "origin", &name])?
+                .starts_with(&oid.to_string())
+        {
+            return Ok(());
+        }
+        pushed
+            .map(drop)
+            .context("pushing a ledger commit to origin")
     }
 
     /// Pushes a branch's new head. Refused when the remote's branch is ahead of it (another
     /// controller moved it further): that controller's push stands.
     pub fn push_branch(&self, branch: &str) -> Result<()> {
         let spec = format!("refs/heads/{branch}:refs/heads/{branch}");
-        self.git(&["push", "--quiet", "origin", &spec])
+        self.git(&["push", "--quiet", "origin", &spec]).map(drop)
     }
 
     /// Fetches every commit and branch the remote has.
@@ -71,6 +78,7 @@ impl Origin {
             &format!("+{COMMITS}/*:{COMMITS}/*"),
             "+refs/heads/*:refs/remotes/origin/*",
         ])
+        .map(drop)
         .context("fetching the ledger's origin")
     }
 }

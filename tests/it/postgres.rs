@@ -37,14 +37,21 @@ fn cmd(env: &Env, url: &str) -> Command {
     cmd_on(env, url, &env.ledger())
 }
 
-fn json(env: &Env, url: &str, args: &[&str]) -> Value {
-    let out = cmd(env, url).args(args).arg("--json").output().unwrap();
+/// Runs `c`, which must succeed; its stdout.
+fn succeeded(mut c: Command) -> Vec<u8> {
+    let out = c.output().unwrap();
     assert!(
         out.status.success(),
-        "{args:?}: {}",
+        "{c:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    out.stdout
+}
+
+fn json(env: &Env, url: &str, args: &[&str]) -> Value {
+    let mut c = cmd(env, url);
+    c.args(args).arg("--json");
+    serde_json::from_slice(&succeeded(c)).unwrap()
 }
 
 /// `query` refused: its error message.
@@ -133,15 +140,9 @@ fn a_run_on_postgres_is_read_back_by_every_command_and_query_stays_read_only() {
     // Review on PostgreSQL: a rejection takes e3 off the branch, best falls back to e2.
     let shown = json(&env, &url, &["show", "2"]);
     assert_eq!(shown["verdict"], "accepted", "{shown}");
-    let out = cmd(&env, &url)
-        .args(["reject", "e3", "--reason", "not on this cluster"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut reject = cmd(&env, &url);
+    reject.args(["reject", "e3", "--reason", "not on this cluster"]);
+    succeeded(reject);
     let best = json(&env, &url, &["best", "spin"]);
     assert_eq!(best["entry"], 2, "{best}");
 
@@ -316,16 +317,9 @@ fn two_controllers(env: &Env, url: &str, ledgers: [&Path; 2], shared: &Path) -> 
         .map(|e| e["commit_sha"].as_str().unwrap())
         .collect();
     let best_on = |ledger: &Path| -> Value {
-        let out = cmd_on(env, url, ledger)
-            .args(["best", "spin", "--json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        let mut c = cmd_on(env, url, ledger);
+        c.args(["best", "spin", "--json"]);
+        serde_json::from_slice(&succeeded(c)).unwrap()
     };
     let best = best_on(ledgers[0]);
     let branch = best["branch"].as_str().unwrap();
