@@ -1,5 +1,7 @@
 //! What the model-based search learns from: every parameter assignment measured in a context,
 //! earlier runs included, as per-case medians of its samples and of the incumbent's beside them.
+//! Read whole once per run, then only the candidates recorded since (a read per proposal that
+//! grew with the history was most of the loop's own time).
 
 use crate::measure::{SampleSide, median};
 use crate::record::Store;
@@ -19,40 +21,60 @@ fn medians(values: BTreeMap<String, Vec<f64>>) -> BTreeMap<String, f64> {
     values.into_iter().map(|(c, v)| (c, median(&v))).collect()
 }
 
-/// The observations of a task's context, oldest first.
-pub async fn observations(store: &Store, task: &str, context_id: &str) -> Result<Vec<Observation>> {
-    let rows = store.params_samples(task, context_id).await?;
-    let mut order: Vec<i64> = Vec::new();
-    let mut by_id: BTreeMap<i64, Gathered> = BTreeMap::new();
-    for row in rows {
-        let g = by_id.entry(row.id).or_insert_with(|| {
-            order.push(row.id);
-            let params = serde_json::from_str::<serde_json::Value>(&row.payload)
-                .ok()
-                .and_then(|v| serde_json::from_value(v.get("params")?.clone()).ok())
-                .unwrap_or_default();
-            Gathered {
-                params,
-                ..Gathered::default()
-            }
-        });
-        let (Some(side), Some(case), Some(value)) = (row.side, row.case_name, row.value) else {
-            continue;
-        };
-        let into = match side {
-            SampleSide::Candidate => &mut g.candidate,
-            SampleSide::Incumbent => &mut g.incumbent,
-        };
-        into.entry(case).or_default().push(value);
+/// The observations of a task's context, oldest first, kept up to date by `refresh`.
+#[derive(Default)]
+pub struct Observations {
+    list: Vec<Observation>,
+    /// The newest candidate read so far.
+    after: i64,
+}
+
+impl Observations {
+    /// Adds the candidates recorded since the last call; the whole list.
+    pub async fn refresh(
+        &mut self,
+        store: &Store,
+        task: &str,
+        context_id: &str,
+    ) -> Result<&[Observation]> {
+        let rows = store.params_samples(task, context_id, self.after).await?;
+        let mut order: Vec<i64> = Vec::new();
+        let mut by_id: BTreeMap<i64, Gathered> = BTreeMap::new();
+        for row in rows {
+            let g = by_id.entry(row.id).or_insert_with(|| {
+                order.push(row.id);
+                let params = serde_json::from_str::<serde_json::Value>(&row.payload)
+                    .ok()
+                    .and_then(|v| serde_json::from_value(v.get("params")?.clone()).ok())
+                    .unwrap_or_default();
+                Gathered {
+                    params,
+                    ..Gathered::default()
+                }
+            });
+            let (Some(side), Some(case), Some(value)) = (row.side, row.case_name, row.value) else {
+                continue;
+            };
+            let into = match side {
+                SampleSide::Candidate => &mut g.candidate,
+                SampleSide::Incumbent => &mut g.incumbent,
+            };
+            into.entry(case).or_default().push(value);
+        }
+        if let Some(last) = order.last() {
+            self.after = *last;
+        }
+        self.list.extend(
+            order
+                .into_iter()
+                .filter_map(|id| by_id.remove(&id))
+                .filter(|g| !g.params.is_empty())
+                .map(|g| Observation {
+                    params: g.params,
+                    candidate: medians(g.candidate),
+                    incumbent: medians(g.incumbent),
+                }),
+        );
+        Ok(&self.list)
     }
-    Ok(order
-        .into_iter()
-        .filter_map(|id| by_id.remove(&id))
-        .filter(|g| !g.params.is_empty())
-        .map(|g| Observation {
-            params: g.params,
-            candidate: medians(g.candidate),
-            incumbent: medians(g.incumbent),
-        })
-        .collect())
 }

@@ -5,7 +5,7 @@
 use super::evaluate::Evaluation;
 use super::evaluator::Evaluator;
 use super::ledger_sync::sync_ledger;
-use super::observations::observations;
+use super::observations::Observations;
 use super::report::{Progress, Provenance, commit_message, overhead_ms, ratio, references};
 use super::run::{Attempt, RunOptions};
 use crate::measure::{Judge, Verdict};
@@ -37,6 +37,8 @@ pub(super) struct Loop<'a> {
     tried: HashSet<String>,
     /// Put before each progress line (the context, when several run side by side).
     pub label: String,
+    /// What the model-based search has learnt so far (read incrementally).
+    observed: Observations,
 }
 
 impl<'a> Loop<'a> {
@@ -81,6 +83,7 @@ impl<'a> Loop<'a> {
             best_score,
             tried: store.tried_params(&task.name, &r.context_id).await?,
             label: String::new(),
+            observed: Observations::default(),
         })
     }
 
@@ -190,7 +193,7 @@ impl<'a> Loop<'a> {
     }
 
     async fn proposal_context(
-        &self,
+        &mut self,
         with_history: bool,
         with_observations: bool,
     ) -> Result<ProposalContext> {
@@ -214,7 +217,10 @@ impl<'a> Loop<'a> {
             incumbent_score: self.best_score,
             reference_score: self.hand_score,
             observations: if with_observations {
-                observations(self.store, &task.name, &self.r.context_id).await?
+                self.observed
+                    .refresh(self.store, &task.name, &self.r.context_id)
+                    .await?
+                    .to_vec()
             } else {
                 Vec::new()
             },

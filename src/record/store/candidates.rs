@@ -77,22 +77,24 @@ impl Store {
         Ok(keys.into_iter().collect())
     }
 
-    /// Every sample of every parameter assignment measured in a context, oldest candidate first:
-    /// (candidate id, payload, side, case, value); one row with no sample for an assignment
-    /// that never reached the bench.
+    /// Every sample of every parameter assignment measured in a context after candidate
+    /// `after` (0: all), oldest candidate first: (candidate id, payload, side, case, value); one
+    /// row with no sample for an assignment that never reached the bench.
     pub async fn params_samples(
         &self,
         task: &str,
         context_id: &str,
+        after: i64,
     ) -> Result<Vec<ParamsSampleRow>> {
         Ok(sqlx::query_as(
             "SELECT c.id, c.payload, s.side, s.case_name, s.value
              FROM candidates c LEFT JOIN samples s ON s.candidate_id = c.id
-             WHERE c.task = $1 AND c.context_id = $2 AND c.params_key IS NOT NULL
+             WHERE c.task = $1 AND c.context_id = $2 AND c.params_key IS NOT NULL AND c.id > $3
              ORDER BY c.id",
         )
         .bind(task)
         .bind(context_id)
+        .bind(after)
         .fetch_all(&self.pool)
         .await?)
     }
