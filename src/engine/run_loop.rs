@@ -98,10 +98,12 @@ impl<'a> Loop<'a> {
     ) -> Result<Option<String>> {
         let task = &self.r.task;
         let jobs = opts.targets.as_ref().map_or(1, |(_, o)| o.jobs.max(1));
+        // A copy: the loop below needs `self` mutably while the progress lines need the label.
+        let label = self.label.clone();
         let progress = Progress {
             enabled: opts.progress,
             budget: opts.budget,
-            label: &self.label.clone(),
+            label: &label,
         };
         let mut k = done + 1;
         while k <= opts.budget {
