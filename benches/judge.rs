@@ -124,6 +124,7 @@ fn main() {
                 note: None,
                 origin: format!("null {i}"),
                 usage: None,
+                screen_only: false,
             }
         })
         .collect();
@@ -144,6 +145,7 @@ fn main() {
             note: None,
             origin: format!("planted {i}"),
             usage: None,
+            screen_only: false,
         })
         .collect();
     let mut planted_tally = Tally::new();

@@ -6,13 +6,14 @@ mod error;
 pub mod llm;
 mod model;
 mod prepend;
+mod race;
 mod replay;
 mod search;
 mod surrogate;
 
 pub use error::AgentError;
 
-pub use model::ModelProposer;
+pub use model::{Goal, ModelProposer};
 pub use prepend::Prepend;
 pub use replay::ReplayProposer;
 pub use search::{ParamSpace, SearchProposer, params_key};
@@ -44,6 +45,10 @@ pub struct Proposal {
     pub origin: String,
     /// What producing it cost, for proposers that call a model.
     pub usage: Option<Usage>,
+    /// Only screen it: a few pairs against the incumbent, never accepted, so that a race of
+    /// contenders can be compared before its leader gets the full judgement. Proposers set it
+    /// only where `ProposalContext::can_screen` says it is honoured.
+    pub screen_only: bool,
 }
 
 /// Model usage behind one proposal.
@@ -68,7 +73,12 @@ pub struct Observation {
     pub params: Params,
     pub candidate: BTreeMap<String, f64>,
     pub incumbent: BTreeMap<String, f64>,
+    /// Measured by a screen-only proposal (origin `SCREEN_ORIGIN`): a contender, not judged.
+    pub screened_only: bool,
 }
+
+/// The origin of a screen-only proposal of the model search, as recorded with its candidate.
+pub const SCREEN_ORIGIN: &str = "search(model-screen)";
 
 /// What a proposer may look at when choosing the next candidate.
 #[derive(Debug, Clone, Default)]
@@ -87,6 +97,11 @@ pub struct ProposalContext {
     /// Every parameter assignment measured in this context, earlier runs included, oldest
     /// first (filled only for proposers that ask for it).
     pub observations: Vec<Observation>,
+    /// Whether screen-only proposals are honoured (screening is on and candidates are
+    /// evaluated one at a time here); elsewhere every proposal gets the full judgement.
+    pub can_screen: bool,
+    /// Candidates left in this run, this one included, when the run has a budget.
+    pub remaining: Option<usize>,
 }
 
 /// A source of candidates.

@@ -4,11 +4,16 @@
 //! (one effect per declared value, ridge-fitted, optimistic for values seldom measured) picks
 //! the next proposal: among local moves around the incumbent three times in four, else among
 //! every one-knob neighbour of the incumbent and of the best measured and draws from the density
-//! of the best quarter measured (a Parzen estimate, as in TPE).
+//! of the best quarter measured (a Parzen estimate, as in TPE). Where screening is honoured,
+//! proposals race (race.rs): contenders are only screened, and the leader is judged in full.
 
+use crate::race::{Race, Step};
 use crate::search::{ParamSpace, fresh, sweep};
 use crate::surrogate::Surrogate;
-use crate::{AgentError, Observation, Params, Proposal, ProposalContext, ProposedChange, Proposer};
+use crate::{
+    AgentError, Observation, Params, Proposal, ProposalContext, ProposedChange, Proposer,
+    SCREEN_ORIGIN,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -31,27 +36,45 @@ const NEIGHBOUR: f64 = 0.5;
 /// Objective lost per unit of log-ratio by which a case falls past the tolerance.
 const PENALTY: f64 = 4.0;
 
+/// What the judge accepts, from the task's `[metric]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Goal {
+    pub maximize: bool,
+    /// The gain the judge asks for (0.02 = 2%).
+    pub min_gain: f64,
+    /// The judge refuses a candidate with any case worse than this (0.05 = 5%).
+    pub case_tolerance: f64,
+}
+
+/// The surrogate's choice among the fresh candidates.
+struct Modelled {
+    params: Params,
+    /// `local` or `wide`: the pool it was chosen from.
+    how: &'static str,
+    /// The best objective the surrogate expects of any candidate in the pool (no bonus).
+    hope: f64,
+}
+
 pub struct ModelProposer {
     space: ParamSpace,
     rng: ChaCha8Rng,
-    maximize: bool,
-    /// `[metric] case_tolerance`: the judge refuses any case worse than this.
-    case_tolerance: f64,
+    goal: Goal,
+    race: Race,
 }
 
 impl ModelProposer {
-    pub fn new(space: ParamSpace, seed: u64, maximize: bool, case_tolerance: f64) -> Self {
+    pub fn new(space: ParamSpace, seed: u64, goal: Goal) -> Self {
         ModelProposer {
             space,
             rng: ChaCha8Rng::seed_from_u64(seed),
-            maximize,
-            case_tolerance,
+            goal,
+            race: Race::default(),
         }
     }
 
     fn log_ratio(&self, reference: f64, value: f64) -> f64 {
         let r = (value / reference).ln();
-        if self.maximize { r } else { -r }
+        if self.goal.maximize { r } else { -r }
     }
 
     /// What the judge could accept, relative to `reference` (the incumbent's per-case figures):
@@ -74,7 +97,7 @@ impl ModelProposer {
         }
         let mean = gains.iter().sum::<f64>() / gains.len() as f64;
         let worst = gains.iter().copied().fold(f64::INFINITY, f64::min);
-        let floor = (1.0 - self.case_tolerance).ln();
+        let floor = (1.0 - self.goal.case_tolerance).ln();
         mean + PENALTY * (worst - floor).min(0.0)
     }
 
@@ -163,7 +186,9 @@ impl ModelProposer {
         &mut self,
         ranked: &[(f64, Params)],
         ctx: &ProposalContext,
-    ) -> Option<(Params, &'static str)> {
+        base: Option<&Params>,
+        model: &Surrogate,
+    ) -> Option<Modelled> {
         if ranked.is_empty() {
             return None;
         }
@@ -171,7 +196,7 @@ impl ModelProposer {
         let good: Vec<&Params> = ranked[..n_good].iter().map(|(_, p)| p).collect();
         let mut pool: Vec<Params> = Vec::new();
         if !self.rng.random_bool(EXPLORE_RATE)
-            && let Some(inc) = &ctx.incumbent_params
+            && let Some(inc) = base.or(ctx.incumbent_params.as_ref())
         {
             for _ in 0..LOCAL_MOVES {
                 let p = self.space.local(inc, &mut self.rng);
@@ -203,7 +228,10 @@ impl ModelProposer {
                 }
             }
         }
-        let model = Surrogate::fit(&self.space, ranked);
+        let hope = pool
+            .iter()
+            .map(|p| model.expected(&self.space, p))
+            .fold(f64::NEG_INFINITY, f64::max);
         pool.into_iter()
             .map(|p| {
                 // A tie (common before anything is measured) is broken at random.
@@ -211,7 +239,11 @@ impl ModelProposer {
                 (model.optimistic(&self.space, &p) + jitter, p)
             })
             .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, p)| (p, how))
+            .map(|(_, p)| Modelled {
+                params: p,
+                how,
+                hope,
+            })
     }
 }
 
@@ -227,10 +259,36 @@ impl Proposer for ModelProposer {
 
     async fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
         let ranked = self.ranked(ctx);
-        let (p, how) = match self.modelled(&ranked, ctx) {
-            Some((p, how)) => (Some(p), how),
-            None => (self.random_fresh(ctx), "explore"),
+        let model = Surrogate::fit(&self.space, &ranked);
+        let base = self.race.leader(&ranked).cloned();
+        let (p, how, hope) = match self.modelled(&ranked, ctx, base.as_ref(), &model) {
+            Some(m) => (Some(m.params), m.how, m.hope),
+            None => (self.random_fresh(ctx), "explore", f64::INFINITY),
         };
+        let mut screen_only = false;
+        if ctx.can_screen {
+            let threshold = (1.0 + self.goal.min_gain).ln();
+            match self
+                .race
+                .step(ctx, &ranked, threshold, p.is_some().then_some(hope))
+            {
+                Step::Confirm(leader, screened) => {
+                    return Ok(Some(Proposal {
+                        note: Some(format!(
+                            "the race's leader ({:+.1}% on the incumbent in screening, the best of its contenders), judged in full",
+                            screened.exp_m1() * 100.0
+                        )),
+                        origin: "search(model-confirm)".into(),
+                        change: ProposedChange::Params(leader),
+                        usage: None,
+                        screen_only: false,
+                    }));
+                }
+                Step::Done => return Ok(None),
+                Step::Judge => {}
+                Step::Screen => screen_only = true,
+            }
+        }
         let measured = ctx.observations.len();
         Ok(p.map(|p| Proposal {
             note: Some(match ranked.first() {
@@ -240,9 +298,14 @@ impl Proposer for ModelProposer {
                 ),
                 _ => format!("{how} draw"),
             }),
-            origin: format!("search(model-{how})"),
+            origin: if screen_only {
+                SCREEN_ORIGIN.to_string()
+            } else {
+                format!("search(model-{how})")
+            },
             change: ProposedChange::Params(p),
             usage: None,
+            screen_only,
         }))
     }
 }
@@ -262,6 +325,14 @@ mod tests {
         ParamSpace::new(values, &constraints).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    fn goal(maximize: bool) -> Goal {
+        Goal {
+            maximize,
+            min_gain: 0.02,
+            case_tolerance: 0.05,
+        }
+    }
+
     fn at(p: &Params, k: &str) -> i64 {
         p[k].as_i64().unwrap_or(-1)
     }
@@ -269,7 +340,7 @@ mod tests {
     /// Two cases; the peak at A=4, B=1, C=2; case "y" collapses when C is 3.
     fn measure(p: &Params) -> BTreeMap<String, f64> {
         let (a, b, c) = (at(p, "A"), at(p, "B"), at(p, "C"));
-        let base = 100.0 - 6.0 * ((a - 4).pow(2) + (b - 1).pow(2) + (c - 2).pow(2)) as f64;
+        let base = 250.0 - 6.0 * ((a - 4).pow(2) + (b - 1).pow(2) + (c - 2).pow(2)) as f64;
         let y = if c == 3 { base * 0.5 } else { base };
         BTreeMap::from([("x".to_string(), base * 1.3), ("y".to_string(), y)])
     }
@@ -282,41 +353,60 @@ mod tests {
         ])
     }
 
-    /// Proposals until the peak is proposed, moving the incumbent to anything better.
-    async fn until_peak(seed: u64) -> usize {
-        let mut m = ModelProposer::new(space(), seed, true, 0.05);
+    /// Proposals until the peak is the incumbent, which moves to anything better that is
+    /// judged in full (with `racing`, screen-only proposals are held, not accepted).
+    async fn until_peak(seed: u64, racing: bool) -> usize {
+        let mut m = ModelProposer::new(space(), seed, goal(true));
         let mut ctx = ProposalContext {
             incumbent_params: Some(start()),
+            can_screen: racing,
             ..ProposalContext::default()
         };
         let mut incumbent = measure(&start());
+        let mut confirmed = std::collections::HashSet::new();
         for k in 1..=60 {
             let Some(Proposal {
                 change: ProposedChange::Params(p),
+                screen_only,
+                origin,
                 ..
             }) = m.next(&ctx).await.unwrap_or(None)
             else {
                 panic!("nothing proposed at {k}");
             };
             assert!(m.space.invalid(&p).is_none(), "{p:?}");
-            assert!(
-                ctx.tried_params.insert(crate::params_key(&p)),
-                "{p:?} twice"
-            );
-            if (at(&p, "A"), at(&p, "B"), at(&p, "C")) == (4, 1, 2) {
-                return k;
+            let key = crate::params_key(&p);
+            assert_eq!(screen_only, racing && origin == SCREEN_ORIGIN, "{origin}");
+            if racing && !screen_only {
+                // Only a contender screened earlier is judged in full, and only once.
+                assert!(
+                    ctx.tried_params.contains(&key),
+                    "{p:?} confirmed unscreened"
+                );
+                assert!(confirmed.insert(key), "{p:?} confirmed twice");
+            } else {
+                assert!(ctx.tried_params.insert(key), "{p:?} twice");
             }
             let cases = measure(&p);
-            let better = cases.iter().all(|(c, v)| *v >= incumbent[c] * 0.95)
-                && cases.values().sum::<f64>() > incumbent.values().sum::<f64>();
+            let better = !screen_only
+                && cases.iter().all(|(c, v)| *v >= incumbent[c] * 0.95)
+                && cases.values().sum::<f64>() > incumbent.values().sum::<f64>() * 1.02;
             ctx.observations.push(Observation {
                 params: p.clone(),
                 candidate: cases.clone(),
                 incumbent: incumbent.clone(),
+                screened_only: screen_only,
             });
             if better {
                 incumbent = cases;
                 ctx.incumbent_params = Some(p);
+            }
+            if ctx
+                .incumbent_params
+                .as_ref()
+                .is_some_and(|p| (at(p, "A"), at(p, "B"), at(p, "C")) == (4, 1, 2))
+            {
+                return k;
             }
         }
         usize::MAX
@@ -326,19 +416,31 @@ mod tests {
     async fn finds_the_peak_of_a_smooth_space_in_a_fraction_of_it() {
         // 6 x 6 x 4 = 144 assignments less the corner; at most a fifth are proposed.
         for seed in 0..6 {
-            let k = until_peak(seed).await;
+            let k = until_peak(seed, false).await;
             assert!(k <= 30, "seed {seed}: the peak came at proposal {k}");
+        }
+    }
+
+    #[tokio::test]
+    async fn racing_screens_contenders_and_judges_only_leaders_in_full() {
+        for seed in 0..6 {
+            let k = until_peak(seed, true).await;
+            assert!(
+                k <= 35,
+                "seed {seed}: the peak was accepted at proposal {k}"
+            );
         }
     }
 
     #[test]
     fn a_case_past_the_tolerance_costs_more_than_its_mean_gains() {
-        let m = ModelProposer::new(space(), 1, true, 0.05);
+        let m = ModelProposer::new(space(), 1, goal(true));
         let reference = BTreeMap::from([("x".to_string(), 100.0), ("y".to_string(), 100.0)]);
         let obs = |x: f64, y: f64| Observation {
             params: start(),
             candidate: BTreeMap::from([("x".to_string(), x), ("y".to_string(), y)]),
             incumbent: reference.clone(),
+            screened_only: false,
         };
         // +30% and -10% has the bigger mean but would be refused; +5% on both is accepted.
         assert!(
@@ -351,7 +453,7 @@ mod tests {
             f64::NEG_INFINITY
         );
         // For a metric to minimize, lower is better.
-        let min = ModelProposer::new(space(), 1, false, 0.05);
+        let min = ModelProposer::new(space(), 1, goal(false));
         assert!(min.objective(&obs(90.0, 90.0), &reference) > 0.0);
     }
 }

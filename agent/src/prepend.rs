@@ -24,6 +24,16 @@ impl Proposer for Prepend<'_> {
         self.then.name()
     }
 
+    // What the wrapped proposer learns from must reach it (the model search was blind after a
+    // warm start without these).
+    fn wants_history(&self) -> bool {
+        self.then.wants_history()
+    }
+
+    fn wants_observations(&self) -> bool {
+        self.then.wants_observations()
+    }
+
     async fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
         match self.first.pop_front() {
             Some(p) => Ok(Some(p)),
@@ -46,6 +56,7 @@ mod tests {
             note: None,
             origin: "warm".into(),
             usage: None,
+            screen_only: false,
         };
         let mut p = Prepend::new(vec![first], Box::new(replay));
         let ctx = ProposalContext::default();
@@ -55,5 +66,22 @@ mod tests {
         }
         assert_eq!(got, ["warm", "replay:r.jsonl:1"]);
         assert_eq!(p.name(), "replay");
+    }
+
+    #[test]
+    fn what_the_wrapped_proposer_learns_from_reaches_it() {
+        let space = crate::ParamSpace::new(
+            std::collections::BTreeMap::from([("A".to_string(), vec![0.into(), 1.into()])]),
+            &std::collections::BTreeMap::new(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let goal = crate::Goal {
+            maximize: true,
+            min_gain: 0.02,
+            case_tolerance: 0.05,
+        };
+        let model = crate::ModelProposer::new(space, 1, goal);
+        let p = Prepend::new(Vec::new(), Box::new(model));
+        assert!(p.wants_observations() && !p.wants_history());
     }
 }

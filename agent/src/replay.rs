@@ -62,6 +62,7 @@ impl ReplayProposer {
                 note: parsed.note,
                 origin: format!("replay:{name}:{line}"),
                 usage: None,
+                screen_only: false,
             });
         }
         if items.is_empty() {

@@ -293,6 +293,7 @@ impl Proposer for SearchProposer {
                     origin: format!("search({how})"),
                     change: ProposedChange::Params(p),
                     usage: None,
+                    screen_only: false,
                 }));
             }
         }
@@ -302,6 +303,7 @@ impl Proposer for SearchProposer {
             origin: "search(sweep)".into(),
             change: ProposedChange::Params(p),
             usage: None,
+            screen_only: false,
         }))
     }
 }

@@ -124,15 +124,36 @@ impl Surrogate {
         Surrogate { mean, effects }
     }
 
-    /// The predicted objective of `p` plus the bonus for its seldom-measured values.
+    /// The predicted objective of `p` plus the bonus for its seldom-measured values. A value
+    /// never measured is credited with its parameter's best measured effect: optimism, so every
+    /// declared value gets tried early instead of never when the mean is dragged down by the
+    /// worst values.
     pub(crate) fn optimistic(&self, space: &ParamSpace, p: &Params) -> f64 {
+        self.predict(space, p, BONUS)
+    }
+
+    /// The same, without the bonus for seldom-measured values (unmeasured ones stay optimistic).
+    pub(crate) fn expected(&self, space: &ParamSpace, p: &Params) -> f64 {
+        self.predict(space, p, 0.0)
+    }
+
+    fn predict(&self, space: &ParamSpace, p: &Params, bonus: f64) -> f64 {
         self.mean
             + indices(space, p)
                 .iter()
                 .zip(&self.effects)
                 .map(|(i, e)| {
                     let (effect, n) = e[*i];
-                    effect + BONUS / (1.0 + n as f64).sqrt()
+                    if n == 0 {
+                        let best = e
+                            .iter()
+                            .filter(|(_, n)| *n > 0)
+                            .map(|(x, _)| *x)
+                            .fold(0.0, f64::max);
+                        best + bonus
+                    } else {
+                        effect + bonus / (1.0 + n as f64).sqrt()
+                    }
                 })
                 .sum::<f64>()
     }

@@ -154,6 +154,7 @@ async fn converse(
         note: Some(note).filter(|n| !n.is_empty()),
         origin: format!("agent({})", st.model),
         usage: Some(usage),
+        screen_only: false,
     })
 }
 

@@ -207,7 +207,7 @@ impl Harness<'_> {
         match candidate_tree(self.task, &self.limits, proposal, &incumbent.tree) {
             Err(f) => Evaluation::failed(f),
             Ok((tree, diff)) => {
-                let mut ev = self.evaluate_tree(tree, incumbent, judge);
+                let mut ev = self.evaluate_tree(tree, incumbent, judge, proposal.screen_only);
                 ev.diff = Some(diff);
                 ev
             }
@@ -215,16 +215,18 @@ impl Harness<'_> {
     }
 
     /// Builds and tests a verified candidate tree, benchmarks it interleaved with the
-    /// incumbent until the judge decides, and tests it again when it is accepted.
+    /// incumbent until the judge decides (only its screening pairs when `screen_only`), and
+    /// tests it again when it is accepted.
     pub fn evaluate_tree(
         &mut self,
         tree: FileTree,
         incumbent: &Built,
         judge: &Judge<'_>,
+        screen_only: bool,
     ) -> Evaluation {
         self.take_times();
         let mut ev = Evaluation::failed(Failure::new(Stage::Verify, ""));
-        let result = self.evaluate_inner(tree, incumbent, judge, &mut ev);
+        let result = self.evaluate_inner(tree, incumbent, judge, screen_only, &mut ev);
         if let Err(f) = result {
             ev.verdict = Verdict::Failed;
             ev.stage = f.stage;
@@ -245,6 +247,7 @@ impl Harness<'_> {
         tree: FileTree,
         incumbent: &Built,
         judge: &Judge<'_>,
+        screen_only: bool,
         ev: &mut Evaluation,
     ) -> Result<(), Failure> {
         let built = self.prepare(tree)?;
@@ -274,7 +277,12 @@ impl Harness<'_> {
                 .map_err(|e| Failure::new(Stage::Bench, format!("bench output invalid: {e}")))?;
             ev.pairs.push((inc, cand));
             round += 1;
-            match judge.decide(&ev.pairs) {
+            let decision = if screen_only {
+                judge.screen(&ev.pairs)
+            } else {
+                judge.decide(&ev.pairs)
+            };
+            match decision {
                 Decision::Continue => continue,
                 Decision::Invalid { reason } => return Err(Failure::new(Stage::Judge, reason)),
                 Decision::Done {

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 #[derive(Default)]
 struct Gathered {
     params: Params,
+    screened_only: bool,
     candidate: BTreeMap<String, Vec<f64>>,
     incumbent: BTreeMap<String, Vec<f64>>,
 }
@@ -49,6 +50,7 @@ impl Observations {
                     .unwrap_or_default();
                 Gathered {
                     params,
+                    screened_only: row.origin == agent::SCREEN_ORIGIN,
                     ..Gathered::default()
                 }
             });
@@ -73,6 +75,7 @@ impl Observations {
                     params: g.params,
                     candidate: medians(g.candidate),
                     incumbent: medians(g.incumbent),
+                    screened_only: g.screened_only,
                 }),
         );
         Ok(&self.list)

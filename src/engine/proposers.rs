@@ -7,7 +7,7 @@ use crate::measure::Direction;
 use crate::measure::text_enum::text_enum;
 use crate::record::{ProposerChoice, RunProposer};
 use crate::task::{Fingerprint, Resolved, Task};
-use agent::{ModelProposer, Proposer, ReplayProposer, SearchProposer};
+use agent::{Goal, ModelProposer, Proposer, ReplayProposer, SearchProposer};
 use anyhow::{Context as _, Result, bail};
 use sandbox::{CancelFlag, Runner};
 
@@ -118,8 +118,11 @@ pub fn make_proposer<'a>(
                 Strategy::Model => Box::new(ModelProposer::new(
                     space,
                     seed,
-                    task.metric.direction == Direction::Maximize,
-                    task.metric.case_tolerance,
+                    Goal {
+                        maximize: task.metric.direction == Direction::Maximize,
+                        min_gain: task.metric.min_gain,
+                        case_tolerance: task.metric.case_tolerance,
+                    },
                 )),
                 Strategy::Hill => Box::new(SearchProposer::new(space, seed)),
                 Strategy::Random => Box::new(SearchProposer::random(space, seed)),

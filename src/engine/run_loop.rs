@@ -68,20 +68,24 @@ impl<'a> Loop<'a> {
             .await?
             .and_then(|e| e.score)
             .or(start_score);
+        let incumbent_params = task.params_of(exec.incumbent_tree());
+        // The incumbent the run starts from was measured too (the task as given, at first).
+        let mut tried = store.tried_params(&task.name, &r.context_id).await?;
+        tried.extend(incumbent_params.iter().map(params_key));
         Ok(Loop {
             store,
             ledger,
             r,
             cancel,
             run_id: at.run_id,
-            incumbent_params: task.params_of(exec.incumbent_tree()),
+            incumbent_params,
             exec,
             incumbent_entry,
             incumbent_commit,
             start_score,
             hand_score,
             best_score,
-            tried: store.tried_params(&task.name, &r.context_id).await?,
+            tried,
             label: String::new(),
             observed: Observations::default(),
         })
@@ -117,8 +121,11 @@ impl<'a> Loop<'a> {
             let mut ctx = self
                 .proposal_context(proposer.wants_history(), proposer.wants_observations())
                 .await?;
+            // Races of screen-only contenders need one candidate at a time, judged here.
+            ctx.can_screen = jobs == 1 && self.exec.is_local() && task.judge.screen_pairs > 0;
             let mut batch = Vec::new();
             while batch.len() < jobs.min(opts.budget + 1 - k) {
+                ctx.remaining = Some(opts.budget + 1 - k - batch.len());
                 let next = proposer.next(&ctx).await;
                 if self.cancel.load(Ordering::SeqCst) {
                     // Whatever the proposer was doing (a model request in flight) was abandoned.
@@ -226,6 +233,9 @@ impl<'a> Loop<'a> {
             } else {
                 Vec::new()
             },
+            // Set by the caller, which knows where and how many candidates run.
+            can_screen: false,
+            remaining: None,
         })
     }
 

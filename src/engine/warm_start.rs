@@ -77,6 +77,7 @@ pub async fn warm_start(store: &Store, ledger: &Ledger, r: &Resolved) -> Result<
             note,
             origin,
             usage: None,
+            screen_only: false,
         });
     }
     Ok(out)

@@ -139,6 +139,44 @@ impl Judge<'_> {
             .unwrap_or(Decision::Continue)
     }
 
+    /// Like `decide`, for a screen-only candidate: one that screening does not drop ends after
+    /// the screening pairs as a held contender, recorded as rejected and never accepted (the
+    /// search's race sends its leader to the full judgement, in fresh pairs, as a new candidate).
+    pub fn screen(&self, pairs: &[(Sample, Sample)]) -> Decision {
+        let decision = self.decide(pairs);
+        let n = pairs.len();
+        if decision != Decision::Continue || n < self.settings.screen_pairs.max(1) {
+            return decision;
+        }
+        let dir = self.metric.direction;
+        let gains: Vec<f64> = pairs
+            .iter()
+            .map(|(a, b)| log_gain(dir, a.score(), b.score()))
+            .collect();
+        let at = median(&gains);
+        let side = |f: fn(&(Sample, Sample)) -> &Sample| {
+            median(&pairs.iter().map(|p| f(p).score()).collect::<Vec<_>>())
+        };
+        Decision::Done {
+            verdict: Verdict::Rejected,
+            reason: format!(
+                "held after screening: {} over the incumbent in {n} pairs (median); a contender of the search's race, judged in full only if it leads",
+                pct(at)
+            ),
+            summary: Summary {
+                gain: signed_rank_interval(&gains, self.settings.confidence).unwrap_or(Interval {
+                    estimate: at,
+                    low: at,
+                    high: at,
+                    confidence: 0.0,
+                }),
+                incumbent_score: side(|p| &p.0),
+                candidate_score: side(|p| &p.1),
+                pairs: n,
+            },
+        }
+    }
+
     /// The verdict after `summary.pairs` pairs, or `None` to measure another pair.
     fn verdict(
         &self,

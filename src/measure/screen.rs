@@ -60,16 +60,17 @@ mod tests {
         (s(inc), s(cand))
     }
 
+    fn settings() -> JudgeSettings {
+        JudgeSettings {
+            screen_pairs: 2,
+            min_pairs: 6,
+            max_pairs: 20,
+            confidence: 0.95,
+        }
+    }
+
     fn decide(pairs: &[(Sample, Sample)]) -> Decision {
-        let (m, s) = (
-            metric(),
-            JudgeSettings {
-                screen_pairs: 2,
-                min_pairs: 6,
-                max_pairs: 20,
-                confidence: 0.95,
-            },
-        );
+        let (m, s) = (metric(), settings());
         Judge {
             metric: &m,
             settings: &s,
@@ -134,5 +135,38 @@ mod tests {
         let mut slow_later = clear.clone();
         slow_later.push(pair((10.0, 10.0), (9.0, 9.0)));
         assert_eq!(decide(&slow_later), Decision::Continue);
+    }
+
+    #[test]
+    fn a_screen_only_candidate_is_held_after_its_screen_and_never_accepted() {
+        let (m, s) = (metric(), settings());
+        let judge = Judge {
+            metric: &m,
+            settings: &s,
+            reference: None,
+        };
+        let clear: Vec<_> = (0..2).map(|_| pair((10.0, 10.0), (13.0, 13.0))).collect();
+        assert_eq!(judge.screen(&clear[..1]), Decision::Continue);
+        match judge.screen(&clear) {
+            Decision::Done {
+                verdict: Verdict::Rejected,
+                reason,
+                summary,
+            } => {
+                assert!(
+                    reason.starts_with("held after screening: +30.0%"),
+                    "{reason}"
+                );
+                assert_eq!(summary.pairs, 2);
+                assert_eq!(summary.candidate_score, 13.0);
+            }
+            other => panic!("expected a held contender, got {other:?}"),
+        }
+        // One that screening drops is dropped as before.
+        let slower = [
+            pair((10.0, 10.0), (9.0, 9.0)),
+            pair((10.0, 10.0), (9.5, 9.4)),
+        ];
+        assert!(reason(judge.screen(&slower)).starts_with("slower in screening"));
     }
 }

@@ -83,3 +83,70 @@ fn a_recorded_cache_is_replayed_through_the_loop_in_its_own_context() {
             "is not a measurement cache written by `polymorph record`",
         ));
 }
+
+#[test]
+fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
+    let env = Env::new();
+    let task = env.task("matmul-c");
+    let cache =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data/matmul-c-prefill.json");
+    let report = env.json(&[
+        "run",
+        task.to_str().unwrap(),
+        "--simulate",
+        cache.to_str().unwrap(),
+        "--workload",
+        task.join("workloads/prefill.json").to_str().unwrap(),
+        "--budget",
+        "14",
+        "--seed",
+        "1",
+    ]);
+    assert_eq!(report["candidates"], 14, "{report}");
+    let rows = env.json(&[
+        "query",
+        "SELECT c.seq, c.origin, c.params_key, e.verdict, e.pairs, e.reason \
+         FROM candidates c JOIN evaluations e ON e.candidate_id = c.id ORDER BY c.seq",
+    ]);
+    let rows = rows.as_array().unwrap();
+    let field = |r: &serde_json::Value, k: &str| r[k].as_str().unwrap_or_default().to_string();
+    let mut screened = std::collections::HashSet::new();
+    let mut confirmed = 0;
+    for r in rows {
+        let (origin, key, verdict) = (
+            field(r, "origin"),
+            field(r, "params_key"),
+            field(r, "verdict"),
+        );
+        let pairs = r["pairs"].as_i64().unwrap();
+        if origin == agent::SCREEN_ORIGIN {
+            // Contenders get their screening pairs and nothing more, and are never accepted.
+            assert_eq!((verdict.as_str(), pairs), ("rejected", 2), "{r}");
+            assert!(screened.insert(key), "{r}: screened twice");
+        } else if origin == "search(model-confirm)" {
+            assert!(
+                screened.contains(&key),
+                "{r}: judged in full without a screen"
+            );
+            assert!(
+                pairs >= 6,
+                "{r}: the full judgement takes at least min_pairs"
+            );
+            confirmed += 1;
+        } else {
+            // With no contender to confirm, a run's last candidate is a fresh one judged in full.
+            assert_eq!(r["seq"], 14, "{r}");
+            assert!(!screened.contains(&key), "{r}");
+        }
+        if verdict == "accepted" {
+            assert_ne!(origin, agent::SCREEN_ORIGIN, "{r}");
+            assert!(pairs >= 6, "{r}");
+        }
+    }
+    let held = rows
+        .iter()
+        .filter(|r| field(r, "reason").starts_with("held after screening"))
+        .count();
+    assert!(held >= 2 && confirmed >= 1, "{rows:?}");
+    assert!(report["accepted"].as_u64().unwrap() >= 1, "{report}");
+}

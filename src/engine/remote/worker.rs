@@ -193,7 +193,7 @@ fn evaluate(
 ) -> Outcome {
     // The incumbent's build and test were this job's processes too.
     let (incumbent_process, _) = h.take_times();
-    let ev = h.evaluate_tree(candidate, incumbent, judge);
+    let ev = h.evaluate_tree(candidate, incumbent, judge, false);
     let failure = (ev.verdict == crate::measure::Verdict::Failed)
         .then(|| (ev.stage, ev.reason.clone(), ev.log.clone()));
     Outcome::Evaluated(WireEvaluation {

@@ -87,7 +87,7 @@ impl Store {
         after: i64,
     ) -> Result<Vec<ParamsSampleRow>> {
         Ok(sqlx::query_as(
-            "SELECT c.id, c.payload, s.side, s.case_name, s.value
+            "SELECT c.id, c.payload, c.origin, s.side, s.case_name, s.value
              FROM candidates c LEFT JOIN samples s ON s.candidate_id = c.id
              WHERE c.task = $1 AND c.context_id = $2 AND c.params_key IS NOT NULL AND c.id > $3
              ORDER BY c.id",

@@ -164,6 +164,7 @@ pub struct StateRow {
 pub struct ParamsSampleRow {
     pub id: i64,
     pub payload: String,
+    pub origin: String,
     pub side: Option<SampleSide>,
     pub case_name: Option<String>,
     pub value: Option<f64>,

@@ -1,0 +1,183 @@
+//! The model search's races: while one incumbent stands, fresh candidates are only screened (a
+//! few pairs each, never accepted), and the race's leader, the contender the judge could best
+//! accept, then gets the full judgement in fresh pairs as a new candidate. Accepting the first
+//! candidate that passes screening would lock a run into that candidate's family: from there the
+//! per-case guard refuses a better configuration that trades one case for another with it.
+
+use crate::{Observation, Params, ProposalContext, params_key};
+use std::collections::HashSet;
+
+/// Screens a race takes before its leader may be confirmed, unless the run is ending.
+const MIN_SCREENS: usize = 8;
+/// Screens after which the leader is confirmed whatever the model still hopes for.
+const MAX_SCREENS: usize = 16;
+/// Screens in a row that did not change the leader, after which it is confirmed.
+const STALL: usize = 4;
+
+/// What the search does next.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Step {
+    /// Screen a fresh candidate.
+    Screen,
+    /// Judge a fresh candidate in full: the run's last candidate, with no contender to confirm.
+    Judge,
+    /// Send the leader (its objective, as screened) to the full judgement.
+    Confirm(Params, f64),
+    /// Nothing fresh is left and no contender could be accepted.
+    Done,
+}
+
+/// The race against the current incumbent.
+#[derive(Default)]
+pub(crate) struct Race {
+    against: Option<Params>,
+    screens: usize,
+    stalled: usize,
+    leader: Option<String>,
+}
+
+/// Assignments screened and never judged in full: the contenders.
+fn contenders(observations: &[Observation]) -> HashSet<String> {
+    let judged: HashSet<String> = observations
+        .iter()
+        .filter(|o| !o.screened_only)
+        .map(|o| params_key(&o.params))
+        .collect();
+    observations
+        .iter()
+        .filter(|o| o.screened_only)
+        .map(|o| params_key(&o.params))
+        .filter(|k| !judged.contains(k))
+        .collect()
+}
+
+impl Race {
+    /// The next step, from the observations scored against the incumbent (best first), the
+    /// gain the judge asks for (as a log-ratio) and, when a fresh candidate is left, the best
+    /// objective the model expects of one: a race goes on while that beats the leader.
+    pub(crate) fn step(
+        &mut self,
+        ctx: &ProposalContext,
+        ranked: &[(f64, Params)],
+        threshold: f64,
+        hope: Option<f64>,
+    ) -> Step {
+        if ctx.incumbent_params != self.against {
+            *self = Race {
+                against: ctx.incumbent_params.clone(),
+                ..Race::default()
+            };
+        }
+        let open = contenders(&ctx.observations);
+        let leader = ranked
+            .iter()
+            .find(|(score, p)| score.is_finite() && open.contains(&params_key(p)));
+        let key = leader.map(|(_, p)| params_key(p));
+        if key != self.leader {
+            self.leader = key;
+            self.stalled = 0;
+        }
+        let last = ctx.remaining.is_some_and(|r| r <= 1);
+        let ending = last || hope.is_none();
+        let settled = |score: f64| {
+            self.screens >= MAX_SCREENS
+                || (self.screens >= MIN_SCREENS
+                    && self.stalled >= STALL
+                    && hope.is_none_or(|h| h <= score))
+        };
+        match leader {
+            Some((score, p)) if *score >= threshold && (ending || settled(*score)) => {
+                Step::Confirm(p.clone(), *score)
+            }
+            _ if last && hope.is_some() => Step::Judge,
+            _ if hope.is_some() => {
+                self.screens += 1;
+                self.stalled += 1;
+                Step::Screen
+            }
+            _ => Step::Done,
+        }
+    }
+
+    /// The contender in the lead, if any.
+    pub(crate) fn leader<'a>(&self, ranked: &'a [(f64, Params)]) -> Option<&'a Params> {
+        let key = self.leader.as_ref()?;
+        ranked
+            .iter()
+            .map(|(_, p)| p)
+            .find(|p| &params_key(p) == key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use std::collections::BTreeMap;
+
+    fn p(x: i64) -> Params {
+        Params::from([("X".to_string(), Value::from(x))])
+    }
+
+    fn seen(x: i64, screened_only: bool) -> Observation {
+        Observation {
+            params: p(x),
+            screened_only,
+            candidate: BTreeMap::new(),
+            incumbent: BTreeMap::new(),
+        }
+    }
+
+    fn ctx(observations: Vec<Observation>, remaining: usize) -> ProposalContext {
+        ProposalContext {
+            incumbent_params: Some(p(0)),
+            observations,
+            can_screen: true,
+            remaining: Some(remaining),
+            ..ProposalContext::default()
+        }
+    }
+
+    #[test]
+    fn the_leader_is_confirmed_once_it_has_held_the_lead_long_enough() {
+        let mut race = Race::default();
+        let ranked = vec![(0.3, p(2)), (0.1, p(1))];
+        let c = ctx(vec![seen(1, true), seen(2, true)], 40);
+        let mut steps = Vec::new();
+        for _ in 0..MIN_SCREENS + 1 {
+            steps.push(race.step(&c, &ranked, 0.02, Some(0.0)));
+        }
+        assert!(steps[..MIN_SCREENS].iter().all(|s| *s == Step::Screen));
+        assert_eq!(steps[MIN_SCREENS], Step::Confirm(p(2), 0.3));
+        assert_eq!(race.leader(&ranked), Some(&p(2)));
+    }
+
+    #[test]
+    fn judged_assignments_and_gains_too_small_are_never_confirmed() {
+        let mut race = Race::default();
+        // 2 was judged in full after its screen; 1 gains less than the judge asks for.
+        let ranked = vec![(0.3, p(2)), (0.01, p(1))];
+        let c = ctx(vec![seen(1, true), seen(2, true), seen(2, false)], 5);
+        assert_eq!(race.step(&c, &ranked, 0.02, Some(0.0)), Step::Screen);
+        assert_eq!(race.step(&c, &ranked, 0.02, None), Step::Done);
+        // A run's last candidate with nothing to confirm is judged in full: a run of one
+        // candidate can still accept.
+        let last = ctx(vec![seen(2, true), seen(2, false)], 1);
+        assert_eq!(race.step(&last, &ranked, 0.02, Some(0.0)), Step::Judge);
+    }
+
+    #[test]
+    fn a_run_s_last_candidate_confirms_the_leader_and_a_new_incumbent_starts_a_new_race() {
+        let mut race = Race::default();
+        let ranked = vec![(0.2, p(1))];
+        let c = ctx(vec![seen(1, true)], 1);
+        assert_eq!(
+            race.step(&c, &ranked, 0.02, Some(0.0)),
+            Step::Confirm(p(1), 0.2)
+        );
+        let mut moved = ctx(vec![seen(1, true)], 30);
+        moved.incumbent_params = Some(p(5));
+        assert_eq!(race.step(&moved, &ranked, 0.02, Some(0.0)), Step::Screen);
+        assert_eq!(race.screens, 1);
+    }
+}
