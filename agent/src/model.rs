@@ -2,10 +2,11 @@
 //! runs included) is scored by what the judge could accept: the mean per-case gain over the
 //! incumbent, minus a penalty for any case past the per-case tolerance. An additive surrogate
 //! (one effect per declared value, ridge-fitted, optimistic for values seldom measured) picks
-//! the next proposal: among local moves around the incumbent three times in four, else among
-//! every one-knob neighbour of the incumbent and of the best measured and draws from the density
-//! of the best quarter measured (a Parzen estimate, as in TPE). Where screening is honoured,
-//! proposals race (race.rs): contenders are only screened, and the leader is judged in full.
+//! the next proposal: among local moves around the race's leader (else the incumbent) three
+//! times in four, else among every one-knob neighbour of the incumbent and of the best measured
+//! and draws from the density of the best quarter measured (a Parzen estimate, as in TPE).
+//! Where screening is honoured, proposals race (race.rs): contenders are only screened, and the
+//! leader is judged in full.
 
 use crate::race::{Race, Step};
 use crate::search::{ParamSpace, fresh, sweep};
@@ -179,7 +180,7 @@ impl ModelProposer {
     }
 
     /// The fresh candidate with the best optimistic prediction of the surrogate, and whether it
-    /// came from local moves around the incumbent (three proposals in four) or from the wide
+    /// came from local moves around `base` or the incumbent (three proposals in four) or the wide
     /// pool: every one-knob neighbour of the incumbent and of the best measured, and draws from
     /// the density of the best quarter measured.
     fn modelled(
@@ -187,7 +188,6 @@ impl ModelProposer {
         ranked: &[(f64, Params)],
         ctx: &ProposalContext,
         base: Option<&Params>,
-        model: &Surrogate,
     ) -> Option<Modelled> {
         if ranked.is_empty() {
             return None;
@@ -228,6 +228,7 @@ impl ModelProposer {
                 }
             }
         }
+        let model = Surrogate::fit(&self.space, ranked);
         let hope = pool
             .iter()
             .map(|p| model.expected(&self.space, p))
@@ -259,9 +260,8 @@ impl Proposer for ModelProposer {
 
     async fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
         let ranked = self.ranked(ctx);
-        let model = Surrogate::fit(&self.space, &ranked);
         let base = self.race.leader(&ranked).cloned();
-        let (p, how, hope) = match self.modelled(&ranked, ctx, base.as_ref(), &model) {
+        let (p, how, hope) = match self.modelled(&ranked, ctx, base.as_ref()) {
             Some(m) => (Some(m.params), m.how, m.hope),
             None => (self.random_fresh(ctx), "explore", f64::INFINITY),
         };

@@ -65,14 +65,7 @@ impl Judge<'_> {
     /// the series.
     pub fn decide(&self, pairs: &[(Sample, Sample)]) -> Decision {
         let n = pairs.len();
-        let dir = self.metric.direction;
-        let inc_scores: Vec<f64> = pairs.iter().map(|(a, _)| a.score()).collect();
-        let cand_scores: Vec<f64> = pairs.iter().map(|(_, b)| b.score()).collect();
-        let gains: Vec<f64> = inc_scores
-            .iter()
-            .zip(&cand_scores)
-            .map(|(a, b)| log_gain(dir, *a, *b))
-            .collect();
+        let (inc_scores, cand_scores, gains) = self.scores(pairs);
         if let Some((i, g)) = gains
             .iter()
             .enumerate()
@@ -93,27 +86,10 @@ impl Judge<'_> {
                 ),
             };
         }
-        // Before the sequential design has enough pairs: an interval at whatever level the
-        // pairs reach, else the median alone.
-        let early = |verdict, reason| {
-            let at = median(&gains);
-            Decision::Done {
-                verdict,
-                reason,
-                summary: Summary {
-                    gain: signed_rank_interval(&gains, self.settings.confidence).unwrap_or(
-                        Interval {
-                            estimate: at,
-                            low: at,
-                            high: at,
-                            confidence: 0.0,
-                        },
-                    ),
-                    incumbent_score: median(&inc_scores),
-                    candidate_score: median(&cand_scores),
-                    pairs: n,
-                },
-            }
+        let early = |verdict, reason| Decision::Done {
+            verdict,
+            reason,
+            summary: self.early_summary(&inc_scores, &cand_scores, &gains),
         };
         if let Some(why) = self.above_limit(pairs) {
             return early(Verdict::Quarantined, why);
@@ -148,32 +124,43 @@ impl Judge<'_> {
         if decision != Decision::Continue || n < self.settings.screen_pairs.max(1) {
             return decision;
         }
-        let dir = self.metric.direction;
-        let gains: Vec<f64> = pairs
-            .iter()
-            .map(|(a, b)| log_gain(dir, a.score(), b.score()))
-            .collect();
-        let at = median(&gains);
-        let side = |f: fn(&(Sample, Sample)) -> &Sample| {
-            median(&pairs.iter().map(|p| f(p).score()).collect::<Vec<_>>())
-        };
+        let (inc_scores, cand_scores, gains) = self.scores(pairs);
         Decision::Done {
             verdict: Verdict::Rejected,
             reason: format!(
                 "held after screening: {} over the incumbent in {n} pairs (median); a contender of the search's race, judged in full only if it leads",
-                pct(at)
+                pct(median(&gains))
             ),
-            summary: Summary {
-                gain: signed_rank_interval(&gains, self.settings.confidence).unwrap_or(Interval {
-                    estimate: at,
-                    low: at,
-                    high: at,
-                    confidence: 0.0,
-                }),
-                incumbent_score: side(|p| &p.0),
-                candidate_score: side(|p| &p.1),
-                pairs: n,
-            },
+            summary: self.early_summary(&inc_scores, &cand_scores, &gains),
+        }
+    }
+
+    /// Each pair's incumbent score, candidate score and gain (in the metric's direction).
+    fn scores(&self, pairs: &[(Sample, Sample)]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let inc: Vec<f64> = pairs.iter().map(|(a, _)| a.score()).collect();
+        let cand: Vec<f64> = pairs.iter().map(|(_, b)| b.score()).collect();
+        let gains = inc
+            .iter()
+            .zip(&cand)
+            .map(|(a, b)| log_gain(self.metric.direction, *a, *b))
+            .collect();
+        (inc, cand, gains)
+    }
+
+    /// The numbers behind a decision before the sequential design has enough pairs: an interval
+    /// at whatever level the pairs reach, else the median alone.
+    fn early_summary(&self, inc: &[f64], cand: &[f64], gains: &[f64]) -> Summary {
+        let at = median(gains);
+        Summary {
+            gain: signed_rank_interval(gains, self.settings.confidence).unwrap_or(Interval {
+                estimate: at,
+                low: at,
+                high: at,
+                confidence: 0.0,
+            }),
+            incumbent_score: median(inc),
+            candidate_score: median(cand),
+            pairs: gains.len(),
         }
     }
 
