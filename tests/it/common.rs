@@ -170,6 +170,15 @@ impl Env {
 }
 
 /// One replay line with whole-file content.
+/// One integer column of the rows a `--json` command printed (`query`, `review`, ...).
+pub fn int_column(rows: &serde_json::Value, column: &str) -> Vec<i64> {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[column].as_i64().unwrap())
+        .collect()
+}
+
 pub fn files_line(path: &str, content: &str, note: &str) -> String {
     serde_json::json!({ "files": { path: content }, "note": note }).to_string()
 }

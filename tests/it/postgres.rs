@@ -3,7 +3,7 @@
 //! ledger committing one chain of entries (one of two candidates judged against the same
 //! incumbent lands, the other is recorded as having lost the race and the run re-bases).
 
-use super::common::{Env, git_in as git, skipped};
+use super::common::{Env, git_in as git, int_column, skipped};
 use super::pg_engine::Postgres;
 use polymorph::measure::{Interval, Verdict};
 use polymorph::record::store::{NewEntry, NewEvaluation, Superseded};
@@ -446,11 +446,6 @@ fn a_controller_killed_mid_run_leaves_a_run_another_resumes() {
         &url,
         &["query", "SELECT seq FROM candidates ORDER BY seq"],
     );
-    let seqs: Vec<i64> = seqs
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["seq"].as_i64().unwrap())
-        .collect();
+    let seqs = int_column(&seqs, "seq");
     assert_eq!(seqs, [1, 2, 3, 4], "each candidate once, none lost");
 }

@@ -1,7 +1,7 @@
 //! A run killed with SIGKILL leaves runs.db and the ledger consistent and resumes where it
 //! stopped; a second run on the same db is refused while the first holds it.
 
-use crate::common::Env;
+use crate::common::{Env, int_column};
 use predicates::str::contains;
 use std::time::{Duration, Instant};
 
@@ -60,12 +60,7 @@ fn sigkill_mid_run_then_resume() {
         "query",
         "SELECT seq FROM candidates WHERE run_id = 1 ORDER BY seq",
     ]);
-    let seqs: Vec<i64> = seqs
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["seq"].as_i64().unwrap())
-        .collect();
+    let seqs = int_column(&seqs, "seq");
     assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>());
     assert_eq!(seqs.len() as u64, report["candidates"].as_u64().unwrap());
     // Every evaluation has its candidate and vice versa.

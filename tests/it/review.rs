@@ -3,7 +3,7 @@
 //! was built on the entry, and the next run starts from the best entry left; export produces a
 //! patch `git apply` and `git am` accept.
 
-use crate::common::Env;
+use crate::common::{Env, int_column};
 use predicates::str::contains;
 use serde_json::{Value, json};
 
@@ -21,12 +21,7 @@ fn review_approve_reject_and_the_next_run() {
     let env = Env::new();
     let task = env.accepted_entries(&[400, 150, 0]);
     let pending = env.json(&["review"]);
-    let ids: Vec<i64> = pending
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["entry"].as_i64().unwrap())
-        .collect();
+    let ids = int_column(&pending, "entry");
     assert_eq!(
         ids,
         [2, 3, 4],
