@@ -4,14 +4,15 @@
 //! is first evaluated and until it is the accepted incumbent, and the final incumbent's true
 //! score (its mean over the cache) as a share of the best's.
 //!
-//! cargo bench --bench search [-- SEEDS [BUDGET [CACHE]]]   (default 20 seeds, 50 candidates,
-//! benches/data/matmul-c-decode.json)
+//! cargo bench --bench search [-- SEEDS [BUDGET [CACHE [STRATEGIES]]]]   (default 20 seeds, 50
+//! candidates, benches/data/matmul-c-decode.json, hill,random,model)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use polymorph::engine::simulate::Cache;
 use polymorph::engine::{RunOptions, Strategy, run};
 use polymorph::measure::{geomean, median};
 use polymorph::record::{ProposerChoice, RunProposer, Store};
+use rand::{Rng, SeedableRng};
 use sandbox::{Isolation, Runner};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -109,6 +110,42 @@ async fn one(b: &Bench, strategy: Strategy, seed: u64, budget: usize) -> Outcome
     }
 }
 
+/// Resamples of the cache in which the best is counted.
+const RESAMPLES: usize = 1_000;
+
+/// The share of bootstrap resamples of the cache (each assignment's samples drawn again, with
+/// replacement) in which the exhaustive best is still the best: how far the cache itself can
+/// tell it from the runners-up.
+fn best_in_resamples(cache: &Cache, best_key: &str) -> f64 {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let trees: Vec<(String, &polymorph::engine::simulate::RecordedTree)> = cache
+        .trees
+        .iter()
+        .filter(|t| t.failed.is_none() && !t.samples.is_empty())
+        .filter_map(|t| Some((polymorph::engine::simulate::params_key_of(t)?, t)))
+        .collect();
+    let mut wins = 0;
+    for _ in 0..RESAMPLES {
+        let mut top = (f64::NEG_INFINITY, "");
+        for (key, t) in &trees {
+            let mut sums: BTreeMap<&str, f64> = BTreeMap::new();
+            for _ in 0..t.samples.len() {
+                let s = &t.samples[rng.random_range(0..t.samples.len())];
+                for (c, v) in &s.cases {
+                    *sums.entry(c).or_default() += v;
+                }
+            }
+            let n = t.samples.len() as f64;
+            let score = geomean(sums.values().map(|v| v / n));
+            if score > top.0 {
+                top = (score, key);
+            }
+        }
+        wins += usize::from(top.1 == best_key);
+    }
+    wins as f64 / RESAMPLES as f64
+}
+
 fn med(xs: &[usize]) -> String {
     if xs.is_empty() {
         return "-".into();
@@ -160,6 +197,10 @@ async fn main() {
         cache.metric
     );
     println!(
+        "the best is still the best in {:.0}% of bootstrap resamples of the cache's own samples",
+        100.0 * best_in_resamples(&cache, &best_key)
+    );
+    println!(
         "{seeds} seeds x {budget} candidates per strategy, through the real loop and judge (simulated benches)"
     );
     println!(
@@ -181,7 +222,13 @@ async fn main() {
         truth,
         best_key,
     };
-    for strategy in [Strategy::Hill, Strategy::Random, Strategy::Model] {
+    let strategies: Vec<Strategy> = args
+        .get(3)
+        .map_or("hill,random,model", String::as_str)
+        .split(',')
+        .map(|s| s.parse().unwrap())
+        .collect();
+    for strategy in strategies {
         let started = std::time::Instant::now();
         let mut outcomes = Vec::new();
         for seed in 0..seeds {

@@ -3,6 +3,7 @@
 //! builds, runs or measures anything (that is the sandbox's and the judge's job).
 
 mod error;
+mod features;
 pub mod llm;
 mod model;
 mod prepend;

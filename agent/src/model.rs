@@ -1,13 +1,15 @@
 //! Model-based search over a task's `[params]`. Every assignment measured in the context (earlier
 //! runs included) is scored by what the judge could accept: the mean per-case gain over the
-//! incumbent, minus a penalty for any case past the per-case tolerance. An additive surrogate
-//! (one effect per declared value, ridge-fitted, optimistic for values seldom measured) picks
-//! the next proposal: among local moves around the race's leader (else the incumbent) three
-//! times in four, else among every one-knob neighbour of the incumbent and of the best measured
-//! and draws from the density of the best quarter measured (a Parzen estimate, as in TPE).
+//! incumbent, minus a penalty for any case past the per-case tolerance. A surrogate (one effect
+//! per declared value, and per value under each choice of algorithm: features.rs; ridge-fitted,
+//! optimistic for values seldom or never measured) picks the next proposal: among local moves
+//! around the race's leader (else the incumbent) three times in four, else among every one-knob
+//! neighbour of the incumbent and of the best measured and draws from the density of the best
+//! quarter measured (a Parzen estimate, as in TPE).
 //! Where screening is honoured, proposals race (race.rs): contenders are only screened, and the
 //! leader is judged in full.
 
+use crate::features::Features;
 use crate::race::{Race, Step};
 use crate::search::{ParamSpace, fresh, sweep};
 use crate::surrogate::Surrogate;
@@ -34,6 +36,9 @@ const MAX_DRAWS: usize = 2_000;
 const PRIOR: f64 = 1.0;
 /// Weight an observed value lends to its neighbours in the declared order.
 const NEIGHBOUR: f64 = 0.5;
+/// Spaces of at most this many assignments are enumerated once: the surrogate's hope for a race
+/// is then taken over every fresh assignment, and its effects can follow an algorithm choice.
+const MAX_ENUMERATED: usize = 4_096;
 /// Objective lost per unit of log-ratio by which a case falls past the tolerance.
 const PENALTY: f64 = 4.0;
 
@@ -52,12 +57,16 @@ struct Modelled {
     params: Params,
     /// `local` or `wide`: the pool it was chosen from.
     how: &'static str,
-    /// The best objective the surrogate expects of any candidate in the pool (no bonus).
+    /// The best objective the surrogate hopes for from a fresh assignment (any, where the space
+    /// was enumerated, else one of the pool): expected, plus the bonus for effects never measured.
     hope: f64,
 }
 
 pub struct ModelProposer {
     space: ParamSpace,
+    /// Every valid assignment, where the space is small enough to enumerate.
+    valid: Option<Vec<Params>>,
+    features: Features,
     rng: ChaCha8Rng,
     goal: Goal,
     race: Race,
@@ -65,7 +74,10 @@ pub struct ModelProposer {
 
 impl ModelProposer {
     pub fn new(space: ParamSpace, seed: u64, goal: Goal) -> Self {
+        let valid = (space.size() <= MAX_ENUMERATED).then(|| space.all_valid());
         ModelProposer {
+            features: Features::new(&space, valid.as_deref()),
+            valid,
             space,
             rng: ChaCha8Rng::seed_from_u64(seed),
             goal,
@@ -228,16 +240,28 @@ impl ModelProposer {
                 }
             }
         }
-        let model = Surrogate::fit(&self.space, ranked);
-        let hope = pool
-            .iter()
-            .map(|p| model.expected(&self.space, p))
-            .fold(f64::NEG_INFINITY, f64::max);
+        let model = Surrogate::fit(&self.space, &self.features, ranked);
+        // The race's hope: over every fresh assignment where the space was enumerated, so a race
+        // does not settle while an untried combination elsewhere may still beat its leader.
+        let everywhere = self.valid.as_ref().map(|all| {
+            all.iter()
+                .filter(|p| fresh(&self.space, p, ctx))
+                .map(|p| model.hopeful(&self.space, &self.features, p))
+                .fold(f64::NEG_INFINITY, f64::max)
+        });
+        let hope = everywhere.unwrap_or_else(|| {
+            pool.iter()
+                .map(|p| model.hopeful(&self.space, &self.features, p))
+                .fold(f64::NEG_INFINITY, f64::max)
+        });
         pool.into_iter()
             .map(|p| {
                 // A tie (common before anything is measured) is broken at random.
                 let jitter = self.rng.random::<f64>() * 1e-9;
-                (model.optimistic(&self.space, &p) + jitter, p)
+                (
+                    model.optimistic(&self.space, &self.features, &p) + jitter,
+                    p,
+                )
             })
             .max_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, p)| Modelled {
@@ -311,149 +335,4 @@ impl Proposer for ModelProposer {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::Value;
-
-    fn space() -> ParamSpace {
-        let values = BTreeMap::from([
-            ("A".to_string(), (0..6).map(Value::from).collect()),
-            ("B".to_string(), (0..6).map(Value::from).collect()),
-            ("C".to_string(), (0..4).map(Value::from).collect()),
-        ]);
-        let constraints = BTreeMap::from([("no_corner".to_string(), "A + B < 10".to_string())]);
-        ParamSpace::new(values, &constraints).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn goal(maximize: bool) -> Goal {
-        Goal {
-            maximize,
-            min_gain: 0.02,
-            case_tolerance: 0.05,
-        }
-    }
-
-    fn at(p: &Params, k: &str) -> i64 {
-        p[k].as_i64().unwrap_or(-1)
-    }
-
-    /// Two cases; the peak at A=4, B=1, C=2; case "y" collapses when C is 3.
-    fn measure(p: &Params) -> BTreeMap<String, f64> {
-        let (a, b, c) = (at(p, "A"), at(p, "B"), at(p, "C"));
-        let base = 250.0 - 6.0 * ((a - 4).pow(2) + (b - 1).pow(2) + (c - 2).pow(2)) as f64;
-        let y = if c == 3 { base * 0.5 } else { base };
-        BTreeMap::from([("x".to_string(), base * 1.3), ("y".to_string(), y)])
-    }
-
-    fn start() -> Params {
-        Params::from([
-            ("A".to_string(), Value::from(0)),
-            ("B".to_string(), Value::from(5)),
-            ("C".to_string(), Value::from(0)),
-        ])
-    }
-
-    /// Proposals until the peak is the incumbent, which moves to anything better that is
-    /// judged in full (with `racing`, screen-only proposals are held, not accepted).
-    async fn until_peak(seed: u64, racing: bool) -> usize {
-        let mut m = ModelProposer::new(space(), seed, goal(true));
-        let mut ctx = ProposalContext {
-            incumbent_params: Some(start()),
-            can_screen: racing,
-            ..ProposalContext::default()
-        };
-        let mut incumbent = measure(&start());
-        let mut confirmed = std::collections::HashSet::new();
-        for k in 1..=60 {
-            let Some(Proposal {
-                change: ProposedChange::Params(p),
-                screen_only,
-                origin,
-                ..
-            }) = m.next(&ctx).await.unwrap_or(None)
-            else {
-                panic!("nothing proposed at {k}");
-            };
-            assert!(m.space.invalid(&p).is_none(), "{p:?}");
-            let key = crate::params_key(&p);
-            assert_eq!(screen_only, racing && origin == SCREEN_ORIGIN, "{origin}");
-            if racing && !screen_only {
-                // Only a contender screened earlier is judged in full, and only once.
-                assert!(
-                    ctx.tried_params.contains(&key),
-                    "{p:?} confirmed unscreened"
-                );
-                assert!(confirmed.insert(key), "{p:?} confirmed twice");
-            } else {
-                assert!(ctx.tried_params.insert(key), "{p:?} twice");
-            }
-            let cases = measure(&p);
-            let better = !screen_only
-                && cases.iter().all(|(c, v)| *v >= incumbent[c] * 0.95)
-                && cases.values().sum::<f64>() > incumbent.values().sum::<f64>() * 1.02;
-            ctx.observations.push(Observation {
-                params: p.clone(),
-                candidate: cases.clone(),
-                incumbent: incumbent.clone(),
-                screened_only: screen_only,
-            });
-            if better {
-                incumbent = cases;
-                ctx.incumbent_params = Some(p);
-            }
-            if ctx
-                .incumbent_params
-                .as_ref()
-                .is_some_and(|p| (at(p, "A"), at(p, "B"), at(p, "C")) == (4, 1, 2))
-            {
-                return k;
-            }
-        }
-        usize::MAX
-    }
-
-    #[tokio::test]
-    async fn finds_the_peak_of_a_smooth_space_in_a_fraction_of_it() {
-        // 6 x 6 x 4 = 144 assignments less the corner; at most a fifth are proposed.
-        for seed in 0..6 {
-            let k = until_peak(seed, false).await;
-            assert!(k <= 30, "seed {seed}: the peak came at proposal {k}");
-        }
-    }
-
-    #[tokio::test]
-    async fn racing_screens_contenders_and_judges_only_leaders_in_full() {
-        for seed in 0..6 {
-            let k = until_peak(seed, true).await;
-            assert!(
-                k <= 35,
-                "seed {seed}: the peak was accepted at proposal {k}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_case_past_the_tolerance_costs_more_than_its_mean_gains() {
-        let m = ModelProposer::new(space(), 1, goal(true));
-        let reference = BTreeMap::from([("x".to_string(), 100.0), ("y".to_string(), 100.0)]);
-        let obs = |x: f64, y: f64| Observation {
-            params: start(),
-            candidate: BTreeMap::from([("x".to_string(), x), ("y".to_string(), y)]),
-            incumbent: reference.clone(),
-            screened_only: false,
-        };
-        // +30% and -10% has the bigger mean but would be refused; +5% on both is accepted.
-        assert!(
-            m.objective(&obs(130.0, 90.0), &reference)
-                < m.objective(&obs(105.0, 105.0), &reference)
-        );
-        assert!(m.objective(&obs(105.0, 105.0), &reference) > 0.0);
-        assert_eq!(
-            m.objective(&Observation::default(), &reference),
-            f64::NEG_INFINITY
-        );
-        // For a metric to minimize, lower is better.
-        let min = ModelProposer::new(space(), 1, goal(false));
-        assert!(min.objective(&obs(90.0, 90.0), &reference) > 0.0);
-    }
-}
+mod tests;

@@ -1,8 +1,9 @@
-//! The model-based search's surrogate: an additive model of the objective over the declared
-//! values (one effect per parameter value, fitted by ridge regression, so unmeasured values
-//! stay at the mean), with an optimistic bonus for values measured few times.
+//! The model-based search's surrogate: a model of the objective over the declared values (the
+//! effects of features.rs, fitted by ridge regression), optimistic about values measured few
+//! times or never.
 
 use crate::Params;
+use crate::features::{Features, Group, indices};
 use crate::search::ParamSpace;
 
 /// Shrinks each value's effect towards zero: with few measurements the mean dominates.
@@ -10,23 +11,18 @@ const RIDGE: f64 = 0.5;
 /// Objective credited to a value never measured, shrinking as 1/sqrt(1 + times measured).
 const BONUS: f64 = 0.15;
 
-pub(crate) struct Surrogate {
-    mean: f64,
-    /// Per parameter (in the space's order), per value: (effect, times measured).
-    effects: Vec<Vec<(f64, usize)>>,
+/// The optimism added to an effect never measured, and to one measured `n` times (divided by
+/// `sqrt(1 + n)`).
+#[derive(Clone, Copy)]
+struct Bonus {
+    untried: f64,
+    measured: f64,
 }
 
-/// Index of every parameter's value in `p`, in the space's order.
-fn indices(space: &ParamSpace, p: &Params) -> Vec<usize> {
-    space
-        .values
-        .iter()
-        .map(|(k, vals)| {
-            p.get(k)
-                .and_then(|v| vals.iter().position(|x| x == v))
-                .unwrap_or(0)
-        })
-        .collect()
+pub(crate) struct Surrogate {
+    mean: f64,
+    /// Per feature column: (effect, times measured).
+    effects: Vec<(f64, usize)>,
 }
 
 /// Solves `a x = b` for a small symmetric positive definite `a` (Gaussian elimination).
@@ -69,7 +65,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
 impl Surrogate {
     /// Fits the model to (objective, assignment) pairs; a failed one (-inf) counts as a little
     /// worse than the worst measured.
-    pub(crate) fn fit(space: &ParamSpace, observed: &[(f64, Params)]) -> Self {
+    pub(crate) fn fit(space: &ParamSpace, features: &Features, observed: &[(f64, Params)]) -> Self {
         let finite: Vec<f64> = observed
             .iter()
             .map(|(y, _)| *y)
@@ -85,25 +81,13 @@ impl Surrogate {
         } else {
             ys.iter().sum::<f64>() / ys.len() as f64
         };
-        let sizes: Vec<usize> = space.values.values().map(Vec::len).collect();
-        let offsets: Vec<usize> = sizes
-            .iter()
-            .scan(0, |acc, n| {
-                let at = *acc;
-                *acc += n;
-                Some(at)
-            })
-            .collect();
-        let dim: usize = sizes.iter().sum();
+        let dim = features.dim;
         let mut a = vec![vec![0.0; dim]; dim];
         let mut b = vec![0.0; dim];
         let mut counts = vec![0usize; dim];
         for ((_, p), y) in observed.iter().zip(&ys) {
-            let cols: Vec<usize> = indices(space, p)
-                .iter()
-                .zip(&offsets)
-                .map(|(i, o)| o + i)
-                .collect();
+            let at = indices(space, p);
+            let cols: Vec<usize> = features.columns(&at).map(|(_, c)| c).collect();
             for &i in &cols {
                 counts[i] += 1;
                 b[i] += y - mean;
@@ -116,45 +100,75 @@ impl Surrogate {
             row[i] += RIDGE;
         }
         let x = solve(a, b);
-        let effects = offsets
-            .iter()
-            .zip(&sizes)
-            .map(|(o, n)| (*o..o + n).map(|i| (x[i], counts[i])).collect())
-            .collect();
-        Surrogate { mean, effects }
+        Surrogate {
+            mean,
+            effects: x.into_iter().zip(counts).collect(),
+        }
     }
 
     /// The predicted objective of `p` plus the bonus for its seldom-measured values. A value
     /// never measured is credited with its parameter's best measured effect: optimism, so every
     /// declared value gets tried early instead of never when the mean is dragged down by the
     /// worst values.
-    pub(crate) fn optimistic(&self, space: &ParamSpace, p: &Params) -> f64 {
-        self.predict(space, p, BONUS)
+    pub(crate) fn optimistic(&self, space: &ParamSpace, features: &Features, p: &Params) -> f64 {
+        self.predict(
+            space,
+            features,
+            p,
+            Bonus {
+                untried: BONUS,
+                measured: BONUS,
+            },
+        )
     }
 
-    /// The same, without the bonus for seldom-measured values (unmeasured ones stay optimistic).
-    pub(crate) fn expected(&self, space: &ParamSpace, p: &Params) -> f64 {
-        self.predict(space, p, 0.0)
+    /// What a race may still hope for from `p`: the bonus only for effects never measured (a
+    /// combination never tried may be that much better than the best of its group so far).
+    pub(crate) fn hopeful(&self, space: &ParamSpace, features: &Features, p: &Params) -> f64 {
+        self.predict(
+            space,
+            features,
+            p,
+            Bonus {
+                untried: BONUS,
+                measured: 0.0,
+            },
+        )
     }
 
-    fn predict(&self, space: &ParamSpace, p: &Params, bonus: f64) -> f64 {
+    fn predict(&self, space: &ParamSpace, features: &Features, p: &Params, bonus: Bonus) -> f64 {
+        let at = indices(space, p);
         self.mean
-            + indices(space, p)
-                .iter()
-                .zip(&self.effects)
-                .map(|(i, e)| {
-                    let (effect, n) = e[*i];
-                    if n == 0 {
-                        let best = e
-                            .iter()
-                            .filter(|(_, n)| *n > 0)
-                            .map(|(x, _)| *x)
-                            .fold(0.0, f64::max);
-                        best + bonus
-                    } else {
-                        effect + bonus / (1.0 + n as f64).sqrt()
-                    }
+            + features
+                .columns(&at)
+                .map(|(g, col)| match self.effects[col] {
+                    (_, 0) => self.untried(features, g) + bonus.untried,
+                    (effect, n) => effect + bonus.measured / (1.0 + n as f64).sqrt(),
                 })
                 .sum::<f64>()
+    }
+
+    /// The effect credited to a value never measured in group `g`: the best measured in the
+    /// group or, for a branch never measured at all, the best measured for the same parameter
+    /// under any branch (a new algorithm is credited with the best block sizes seen so far);
+    /// never below zero.
+    fn untried(&self, features: &Features, g: &Group) -> f64 {
+        let best = |g: &Group| {
+            self.effects[g.offset..g.offset + g.size]
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(x, _)| *x)
+                .fold(f64::NEG_INFINITY, f64::max)
+        };
+        let own = best(g);
+        if own.is_finite() || g.under.is_none() {
+            return own.max(0.0);
+        }
+        features
+            .groups
+            .iter()
+            .filter(|h| h.param == g.param && h.under.is_some())
+            .map(best)
+            .fold(0.0, f64::max)
     }
 }

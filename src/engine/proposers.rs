@@ -14,7 +14,8 @@ use sandbox::{CancelFlag, Runner};
 text_enum! {
     /// How the search proposer chooses assignments.
     pub enum Strategy {
-        /// A Tree-structured Parzen Estimator over every measurement in the context.
+        /// A surrogate model fitted to every measurement in the context, racing screened
+        /// contenders and judging only their leader in full.
         Model = "model",
         /// Local moves around the incumbent with 30% random draws.
         Hill = "hill",

@@ -1,0 +1,185 @@
+//! Which effects the model search's surrogate fits: one per declared value of every parameter
+//! and, for the parameter that selects among algorithms, one per value of every other parameter
+//! under each of its values. A parameter selects among algorithms when its values fix others
+//! through the constraints (matmul-c's register tiles fix ROWS and BLOCK_N): the same block size
+//! can then help one algorithm and hurt another, which one additive effect cannot say (in the
+//! spirit of TPE's tree-structured, conditional spaces).
+
+use crate::Params;
+use crate::search::ParamSpace;
+
+/// A block of effects, one per value of `param`, that applies to every assignment or, for a
+/// branch, only to those whose parameter `under.0` takes its `under.1`-th value.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Group {
+    pub(crate) param: usize,
+    pub(crate) under: Option<(usize, usize)>,
+    /// Its columns: `offset..offset + size`.
+    pub(crate) offset: usize,
+    pub(crate) size: usize,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Features {
+    pub(crate) groups: Vec<Group>,
+    pub(crate) dim: usize,
+}
+
+/// Index of every parameter's value in `p`, in the space's order.
+pub(crate) fn indices(space: &ParamSpace, p: &Params) -> Vec<usize> {
+    space
+        .values
+        .iter()
+        .map(|(k, vals)| {
+            p.get(k)
+                .and_then(|v| vals.iter().position(|x| x == v))
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// Under each value of the algorithm choice (its index), the other parameters' indices.
+type Branches = Vec<(usize, Vec<usize>)>;
+
+/// How many distinct values parameter `y` takes among `rows`.
+fn distinct(rows: &[&Vec<usize>], y: usize) -> usize {
+    let mut seen: Vec<usize> = rows.iter().map(|r| r[y]).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    seen.len()
+}
+
+/// The parameter whose values fix the most other parameters (that vary elsewhere) to a single
+/// value, with, for each of its values, the other parameters that vary in the space. A fixed one
+/// keeps its group under the branch (one column, an effect of the branch itself), so every
+/// branch has as many effects as the others and none is favoured by the surrogate's bonuses.
+fn algorithm_choice(space: &ParamSpace, valid: &[Params]) -> Option<(usize, Branches)> {
+    let valid: Vec<Vec<usize>> = valid.iter().map(|p| indices(space, p)).collect();
+    let all: Vec<&Vec<usize>> = valid.iter().collect();
+    let n = space.values.len();
+    let sizes: Vec<usize> = space.values.values().map(Vec::len).collect();
+    let varies: Vec<bool> = (0..n).map(|y| distinct(&all, y) > 1).collect();
+    let mut best: Option<(usize, usize, Branches)> = None;
+    for x in 0..n {
+        let mut fixed = vec![false; n];
+        let mut branches = Vec::new();
+        for b in 0..sizes[x] {
+            let rows: Vec<&Vec<usize>> = valid.iter().filter(|r| r[x] == b).collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let others: Vec<usize> = (0..n).filter(|y| *y != x && varies[*y]).collect();
+            for &y in &others {
+                if distinct(&rows, y) == 1 {
+                    fixed[y] = true;
+                }
+            }
+            branches.push((b, others));
+        }
+        let score = fixed.iter().filter(|f| **f).count();
+        if score > 0 && best.as_ref().is_none_or(|(s, _, _)| score > *s) {
+            best = Some((score, x, branches));
+        }
+    }
+    best.map(|(_, x, branches)| (x, branches))
+}
+
+impl Features {
+    /// The effects for `space`, given every valid assignment where the space is small enough to
+    /// enumerate (else one effect per declared value only).
+    pub(crate) fn new(space: &ParamSpace, valid: Option<&[Params]>) -> Self {
+        let sizes: Vec<usize> = space.values.values().map(Vec::len).collect();
+        let mut groups: Vec<Group> = Vec::new();
+        let mut dim = 0;
+        for (param, size) in sizes.iter().enumerate() {
+            groups.push(Group {
+                param,
+                under: None,
+                offset: dim,
+                size: *size,
+            });
+            dim += size;
+        }
+        if let Some((x, branches)) = valid.and_then(|v| algorithm_choice(space, v)) {
+            for (b, others) in branches {
+                for param in others {
+                    groups.push(Group {
+                        param,
+                        under: Some((x, b)),
+                        offset: dim,
+                        size: sizes[param],
+                    });
+                    dim += sizes[param];
+                }
+            }
+        }
+        Features { groups, dim }
+    }
+
+    /// The groups that apply to an assignment (given as `indices`), each with its column.
+    pub(crate) fn columns<'a>(
+        &'a self,
+        at: &'a [usize],
+    ) -> impl Iterator<Item = (&'a Group, usize)> + 'a {
+        self.groups
+            .iter()
+            .filter(|g| g.under.is_none_or(|(x, b)| at[x] == b))
+            .map(|g| (g, g.offset + at[g.param]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use std::collections::BTreeMap;
+
+    fn space(constraints: &[(&str, &str)]) -> ParamSpace {
+        let values = BTreeMap::from([
+            ("ALGO".to_string(), (0..3).map(Value::from).collect()),
+            ("BLOCK".to_string(), (0..4).map(Value::from).collect()),
+            ("ROWS".to_string(), (1..4).map(Value::from).collect()),
+        ]);
+        let constraints = constraints
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        ParamSpace::new(values, &constraints).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_parameter_that_fixes_others_gets_effects_per_branch() {
+        // ALGO 2 fixes ROWS (ROWS fixes nothing: 1 and 3 leave ALGO 0 or 1).
+        let s = space(&[("tiles", "ALGO != 2 || ROWS == 2")]);
+        let f = Features::new(&s, Some(&s.all_valid()));
+        let branches: Vec<_> = f.groups.iter().filter_map(|g| g.under).collect();
+        assert!(branches.iter().all(|(x, _)| *x == 0), "{branches:?}");
+        // Under each ALGO: BLOCK and ROWS.
+        assert_eq!(branches.len(), 6);
+        assert_eq!(f.dim, 3 + 4 + 3 + 3 * (4 + 3));
+        let at = [2, 1, 1];
+        let cols: Vec<usize> = f.columns(&at).map(|(_, c)| c).collect();
+        assert_eq!(
+            cols.len(),
+            5,
+            "three main effects, BLOCK and ROWS under ALGO 2"
+        );
+        // Two assignments that differ only in ALGO share no branch column.
+        let other: Vec<usize> = f.columns(&[1, 1, 1]).map(|(_, c)| c).collect();
+        assert_eq!(other.iter().filter(|c| cols.contains(c)).count(), 2);
+        let mut unique = cols.clone();
+        unique.dedup();
+        assert_eq!(unique, cols);
+    }
+
+    #[test]
+    fn without_such_constraints_the_effects_are_additive() {
+        let s = space(&[("small", "BLOCK + ROWS < 7")]);
+        let f = Features::new(&s, Some(&s.all_valid()));
+        assert!(f.groups.iter().all(|g| g.under.is_none()));
+        assert_eq!(f.dim, 10);
+        // Nor where the space is too large to enumerate.
+        let tiles = space(&[("tiles", "ALGO != 2 || ROWS == 2")]);
+        assert_eq!(Features::new(&tiles, None).dim, 10);
+    }
+}
