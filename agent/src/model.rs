@@ -9,13 +9,13 @@
 //! Where screening is honoured, proposals race (race.rs): contenders are only screened, and the
 //! leader is judged in full.
 
-use crate::features::Features;
+use crate::features::{Features, indices};
 use crate::race::{Race, Step};
 use crate::search::{ParamSpace, fresh, sweep};
 use crate::surrogate::Surrogate;
 use crate::{
     AgentError, Observation, Params, Proposal, ProposalContext, ProposedChange, Proposer,
-    SCREEN_ORIGIN,
+    SCREEN_ORIGIN, params_key,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -64,8 +64,9 @@ struct Modelled {
 
 pub struct ModelProposer {
     space: ParamSpace,
-    /// Every valid assignment, where the space is small enough to enumerate.
-    valid: Option<Vec<Params>>,
+    /// Every valid assignment (its key and value indices), where the space is small enough to
+    /// enumerate.
+    valid: Option<Vec<(String, Vec<usize>)>>,
     features: Features,
     rng: ChaCha8Rng,
     goal: Goal,
@@ -74,9 +75,15 @@ pub struct ModelProposer {
 
 impl ModelProposer {
     pub fn new(space: ParamSpace, seed: u64, goal: Goal) -> Self {
-        let valid = (space.size() <= MAX_ENUMERATED).then(|| space.all_valid());
+        let all = (space.size() <= MAX_ENUMERATED).then(|| space.all_valid());
+        let features = Features::new(&space, all.as_deref());
+        let valid = all.map(|all| {
+            all.iter()
+                .map(|p| (params_key(p), indices(&space, p)))
+                .collect()
+        });
         ModelProposer {
-            features: Features::new(&space, valid.as_deref()),
+            features,
             valid,
             space,
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -243,15 +250,18 @@ impl ModelProposer {
         let model = Surrogate::fit(&self.space, &self.features, ranked);
         // The race's hope: over every fresh assignment where the space was enumerated, so a race
         // does not settle while an untried combination elsewhere may still beat its leader.
+        let incumbent = ctx.incumbent_params.as_ref().map(params_key);
         let everywhere = self.valid.as_ref().map(|all| {
             all.iter()
-                .filter(|p| fresh(&self.space, p, ctx))
-                .map(|p| model.hopeful(&self.space, &self.features, p))
+                .filter(|(key, _)| {
+                    !ctx.tried_params.contains(key) && incumbent.as_ref() != Some(key)
+                })
+                .map(|(_, at)| model.hopeful(&self.features, at))
                 .fold(f64::NEG_INFINITY, f64::max)
         });
         let hope = everywhere.unwrap_or_else(|| {
             pool.iter()
-                .map(|p| model.hopeful(&self.space, &self.features, p))
+                .map(|p| model.hopeful(&self.features, &indices(&self.space, p)))
                 .fold(f64::NEG_INFINITY, f64::max)
         });
         pool.into_iter()

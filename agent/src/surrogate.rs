@@ -122,13 +122,13 @@ impl Surrogate {
         )
     }
 
-    /// What a race may still hope for from `p`: the bonus only for effects never measured (a
-    /// combination never tried may be that much better than the best of its group so far).
-    pub(crate) fn hopeful(&self, space: &ParamSpace, features: &Features, p: &Params) -> f64 {
-        self.predict(
-            space,
+    /// What a race may still hope for from an assignment (given as `indices`): the bonus only
+    /// for effects never measured (a combination never tried may be that much better than the
+    /// best of its group so far).
+    pub(crate) fn hopeful(&self, features: &Features, at: &[usize]) -> f64 {
+        self.predict_at(
             features,
-            p,
+            at,
             Bonus {
                 untried: BONUS,
                 measured: 0.0,
@@ -137,10 +137,13 @@ impl Surrogate {
     }
 
     fn predict(&self, space: &ParamSpace, features: &Features, p: &Params, bonus: Bonus) -> f64 {
-        let at = indices(space, p);
+        self.predict_at(features, &indices(space, p), bonus)
+    }
+
+    fn predict_at(&self, features: &Features, at: &[usize], bonus: Bonus) -> f64 {
         self.mean
             + features
-                .columns(&at)
+                .columns(at)
                 .map(|(g, col)| match self.effects[col] {
                     (_, 0) => self.untried(features, g) + bonus.untried,
                     (effect, n) => effect + bonus.measured / (1.0 + n as f64).sqrt(),

@@ -28,24 +28,30 @@ pub struct Snapshot {
     entries: BTreeMap<String, Entry>,
 }
 
-fn hash_file(path: &Path) -> Result<String, SandboxError> {
+/// Hashes one file through `buf` (one buffer for a whole walk).
+fn hash_file(path: &Path, buf: &mut [u8]) -> Result<String, SandboxError> {
     let mut file = fs::File::open(path)
         .map_err(|e| SandboxError::io(format!("reading {}", path.display()), e))?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; CHUNK];
     loop {
         let n = file
-            .read(&mut buf)
+            .read(buf)
             .map_err(|e| SandboxError::io(format!("reading {}", path.display()), e))?;
         if n == 0 {
             break;
         }
         hasher.update(&buf[..n]);
     }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     Ok(hasher
         .finalize()
         .iter()
-        .map(|b| format!("{b:02x}"))
+        .flat_map(|b| {
+            [
+                HEX[usize::from(b >> 4)] as char,
+                HEX[usize::from(b & 15)] as char,
+            ]
+        })
         .collect())
 }
 
@@ -54,6 +60,7 @@ impl Snapshot {
     pub fn of_dir(dir: &Path) -> Result<Snapshot, SandboxError> {
         let mut entries = BTreeMap::new();
         let mut stack = vec![PathBuf::new()];
+        let mut buf = vec![0u8; CHUNK];
         while let Some(rel) = stack.pop() {
             let here = dir.join(&rel);
             let listing = fs::read_dir(&here)
@@ -76,7 +83,7 @@ impl Snapshot {
                     Entry::Dir
                 } else {
                     Entry::File {
-                        sha256: hash_file(&full)?,
+                        sha256: hash_file(&full, &mut buf)?,
                         mode: meta.permissions().mode() & 0o7777,
                     }
                 };
