@@ -22,7 +22,7 @@ fn a_recorded_cache_is_replayed_through_the_loop_in_its_own_context() {
     // finds them all recorded and measures nothing.
     record("7 trees (7 measured now, 0 failed");
     record("7 trees (0 measured now");
-    let c: serde_json::Value =
+    let mut c: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
     assert_eq!(c["samples_per_tree"], 3);
     assert!(
@@ -32,6 +32,22 @@ fn a_recorded_cache_is_replayed_through_the_loop_in_its_own_context() {
             .iter()
             .all(|t| t["samples"].as_array().unwrap().len() == 3)
     );
+    // The figures recorded on a loaded 2-core machine can hide a 10-20% gain; the replay is
+    // what is tested below, so each sample's figures are set to what the padding implies
+    // (work 1 + PAD/1000, +-0.5% between samples), keeping the recorded cases and seconds.
+    for t in c["trees"].as_array_mut().unwrap() {
+        let pad = match t["label"].as_str() {
+            Some("start") => 200.0,
+            Some("hand_tuned") => 0.0,
+            _ => t["params"]["PAD_PERMILLE"].as_f64().unwrap(),
+        };
+        for (i, sample) in t["samples"].as_array_mut().unwrap().iter_mut().enumerate() {
+            for v in sample["cases"].as_object_mut().unwrap().values_mut() {
+                *v = serde_json::json!(1000.0 / (1.0 + pad / 1000.0) * (0.995 + 0.005 * i as f64));
+            }
+        }
+    }
+    std::fs::write(&cache, c.to_string()).unwrap();
 
     let report = env.json(&[
         "run",
@@ -44,7 +60,11 @@ fn a_recorded_cache_is_replayed_through_the_loop_in_its_own_context() {
         "3",
     ]);
     assert_eq!(report["candidates"], 4, "{report}");
-    assert!(report["accepted"].as_u64().unwrap() >= 1, "{report}");
+    let reasons = env.json(&["query", "SELECT verdict, reason FROM evaluations"]);
+    assert!(
+        report["accepted"].as_u64().unwrap() >= 1,
+        "{report}\n{reasons}"
+    );
     // Simulated results never share a context (or a ledger branch) with measured ones.
     let real = env.json(&["context", task.to_str().unwrap()]);
     assert_ne!(report["context_id"], real["context_id"], "{report} {real}");
