@@ -61,6 +61,7 @@ fn algorithm_choice(space: &ParamSpace, valid: &[Params]) -> Option<(usize, Bran
     let varies: Vec<bool> = (0..n).map(|y| distinct(&all, y) > 1).collect();
     let mut best: Option<(usize, usize, Branches)> = None;
     for x in 0..n {
+        let others: Vec<usize> = (0..n).filter(|y| *y != x && varies[*y]).collect();
         let mut fixed = vec![false; n];
         let mut branches = Vec::new();
         for b in 0..sizes[x] {
@@ -68,13 +69,12 @@ fn algorithm_choice(space: &ParamSpace, valid: &[Params]) -> Option<(usize, Bran
             if rows.is_empty() {
                 continue;
             }
-            let others: Vec<usize> = (0..n).filter(|y| *y != x && varies[*y]).collect();
             for &y in &others {
                 if distinct(&rows, y) == 1 {
                     fixed[y] = true;
                 }
             }
-            branches.push((b, others));
+            branches.push((b, others.clone()));
         }
         let score = fixed.iter().filter(|f| **f).count();
         if score > 0 && best.as_ref().is_none_or(|(s, _, _)| score > *s) {
