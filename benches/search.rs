@@ -8,7 +8,7 @@
 //! candidates, benches/data/matmul-c-decode.json, hill,random,model)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use polymorph::engine::simulate::Cache;
+use polymorph::engine::simulate::{Cache, RecordedTree};
 use polymorph::engine::{RunOptions, Strategy, run};
 use polymorph::measure::{geomean, median};
 use polymorph::record::{ProposerChoice, RunProposer, Store};
@@ -118,7 +118,7 @@ const RESAMPLES: usize = 1_000;
 /// tell it from the runners-up.
 fn best_in_resamples(cache: &Cache, best_key: &str) -> f64 {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-    let trees: Vec<(String, &polymorph::engine::simulate::RecordedTree)> = cache
+    let trees: Vec<(String, &RecordedTree)> = cache
         .trees
         .iter()
         .filter(|t| t.failed.is_none() && !t.samples.is_empty())
@@ -128,15 +128,17 @@ fn best_in_resamples(cache: &Cache, best_key: &str) -> f64 {
     for _ in 0..RESAMPLES {
         let mut top = (f64::NEG_INFINITY, "");
         for (key, t) in &trees {
-            let mut sums: BTreeMap<&str, f64> = BTreeMap::new();
-            for _ in 0..t.samples.len() {
-                let s = &t.samples[rng.random_range(0..t.samples.len())];
-                for (c, v) in &s.cases {
-                    *sums.entry(c).or_default() += v;
-                }
-            }
-            let n = t.samples.len() as f64;
-            let score = geomean(sums.values().map(|v| v / n));
+            // Scored as the truth is: the geometric mean of the case means (case_means).
+            let drawn = RecordedTree {
+                key: String::new(),
+                label: String::new(),
+                params: None,
+                failed: None,
+                samples: (0..t.samples.len())
+                    .map(|_| t.samples[rng.random_range(0..t.samples.len())].clone())
+                    .collect(),
+            };
+            let score = geomean(drawn.case_means().values().copied());
             if score > top.0 {
                 top = (score, key);
             }

@@ -107,9 +107,8 @@ impl Surrogate {
     }
 
     /// The predicted objective of `p` plus the bonus for its seldom-measured values. A value
-    /// never measured is credited with its parameter's best measured effect: optimism, so every
-    /// declared value gets tried early instead of never when the mean is dragged down by the
-    /// worst values.
+    /// never measured is credited as `untried` says: optimism, so every declared value gets
+    /// tried early instead of never when the mean is dragged down by the worst values.
     pub(crate) fn optimistic(&self, space: &ParamSpace, features: &Features, p: &Params) -> f64 {
         self.predict(
             space,
