@@ -21,6 +21,8 @@ pub(crate) struct Group {
 
 #[derive(Debug, Clone)]
 pub(crate) struct Features {
+    /// The main effects first, one group per parameter in the space's order (so `groups[i]` is
+    /// parameter `i`'s), then the groups under each branch.
     pub(crate) groups: Vec<Group>,
     pub(crate) dim: usize,
 }
@@ -114,6 +116,11 @@ impl Features {
             }
         }
         Features { groups, dim }
+    }
+
+    /// The parameter taken as the algorithm choice, if any.
+    pub(crate) fn choice(&self) -> Option<usize> {
+        self.groups.iter().find_map(|g| g.under.map(|(x, _)| x))
     }
 
     /// The groups that apply to an assignment (given as `indices`), each with its column.

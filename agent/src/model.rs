@@ -201,7 +201,8 @@ impl ModelProposer {
     /// The fresh candidate with the best optimistic prediction of the surrogate, and whether it
     /// came from local moves around `base` or the incumbent (three proposals in four) or the wide
     /// pool: every one-knob neighbour of the incumbent and of the best measured, and draws from
-    /// the density of the best quarter measured.
+    /// the density of the best quarter measured. Either pool also holds, where the space has an
+    /// algorithm choice, each algorithm's fresh assignment with the best optimistic prediction.
     fn modelled(
         &mut self,
         ranked: &[(f64, Params)],
@@ -251,14 +252,34 @@ impl ModelProposer {
         // The race's hope: over every fresh assignment where the space was enumerated, so a race
         // does not settle while an untried combination elsewhere may still beat its leader.
         let incumbent = ctx.incumbent_params.as_ref().map(params_key);
-        let everywhere = self.valid.as_ref().map(|all| {
-            all.iter()
-                .filter(|(key, _)| {
-                    !ctx.tried_params.contains(key) && incumbent.as_ref() != Some(key)
-                })
+        let fresh_valid = || {
+            self.valid.iter().flatten().filter(|(key, _)| {
+                !ctx.tried_params.contains(key) && incumbent.as_ref() != Some(key)
+            })
+        };
+        let everywhere = self.valid.as_ref().map(|_| {
+            fresh_valid()
                 .map(|(_, at)| model.hopeful(&self.features, at))
                 .fold(f64::NEG_INFINITY, f64::max)
         });
+        // Every algorithm's most promising fresh assignment joins the pool: local moves around
+        // one family's leader seldom reach another family, whose constraints fix other knobs.
+        if let Some(x) = self.features.choice() {
+            let mut per_branch: BTreeMap<usize, (f64, &Vec<usize>)> = BTreeMap::new();
+            for (_, at) in fresh_valid() {
+                let y = model.optimistic_at(&self.features, at);
+                let slot = per_branch.entry(at[x]).or_insert((y, at));
+                if y > slot.0 {
+                    *slot = (y, at);
+                }
+            }
+            for (_, at) in per_branch.into_values() {
+                let p = self.space.at(at);
+                if !pool.contains(&p) {
+                    pool.push(p);
+                }
+            }
+        }
         let hope = everywhere.unwrap_or_else(|| {
             pool.iter()
                 .map(|p| model.hopeful(&self.features, &indices(&self.space, p)))

@@ -151,6 +151,15 @@ impl ParamSpace {
         out
     }
 
+    /// The assignment whose values are at `indices` (in the space's order).
+    pub(crate) fn at(&self, indices: &[usize]) -> Params {
+        self.values
+            .iter()
+            .zip(indices)
+            .map(|((k, vals), i)| (k.clone(), vals[*i].clone()))
+            .collect()
+    }
+
     pub(crate) fn random(&self, rng: &mut ChaCha8Rng) -> Params {
         self.values
             .iter()
