@@ -236,7 +236,9 @@ fn a_missing_command_fails_clearly() {
 fn check_prints_start_and_hand_tuned_side_by_side() {
     let env = Env::new();
     let task = env.task("spin");
-    let out = env.json(&["check", task.to_str().unwrap(), "--rounds", "2"]);
+    // Five interleaved rounds, each tree's median taken: with two, the suite's other processes on
+    // CI's 2 cores once made the 20% gap measure as 0.5%.
+    let out = env.json(&["check", task.to_str().unwrap(), "--rounds", "5"]);
     let trees = out["trees"].as_array().unwrap();
     assert_eq!(trees.len(), 2);
     assert_eq!(trees[1]["name"], "hand_tuned");
