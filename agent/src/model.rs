@@ -249,35 +249,35 @@ impl ModelProposer {
             }
         }
         let model = Surrogate::fit(&self.space, &self.features, ranked);
-        // The race's hope: over every fresh assignment where the space was enumerated, so a race
-        // does not settle while an untried combination elsewhere may still beat its leader.
+        // One pass over every fresh assignment, where the space was enumerated, for the race's
+        // hope (so a race does not settle while an untried combination elsewhere may still beat
+        // its leader) and for each algorithm's most promising assignment, which joins the pool:
+        // local moves around one family's leader seldom reach another family, whose constraints
+        // fix other knobs.
         let incumbent = ctx.incumbent_params.as_ref().map(params_key);
-        let fresh_valid = || {
+        let choice = self.features.choice();
+        let mut everywhere = self.valid.as_ref().map(|_| f64::NEG_INFINITY);
+        let mut per_branch: BTreeMap<usize, (f64, &Vec<usize>)> = BTreeMap::new();
+        for (_, at) in
             self.valid.iter().flatten().filter(|(key, _)| {
                 !ctx.tried_params.contains(key) && incumbent.as_ref() != Some(key)
             })
-        };
-        let everywhere = self.valid.as_ref().map(|_| {
-            fresh_valid()
-                .map(|(_, at)| model.hopeful(&self.features, at))
-                .fold(f64::NEG_INFINITY, f64::max)
-        });
-        // Every algorithm's most promising fresh assignment joins the pool: local moves around
-        // one family's leader seldom reach another family, whose constraints fix other knobs.
-        if let Some(x) = self.features.choice() {
-            let mut per_branch: BTreeMap<usize, (f64, &Vec<usize>)> = BTreeMap::new();
-            for (_, at) in fresh_valid() {
+        {
+            if let Some(h) = everywhere.as_mut() {
+                *h = h.max(model.hopeful(&self.features, at));
+            }
+            if let Some(x) = choice {
                 let y = model.optimistic_at(&self.features, at);
                 let slot = per_branch.entry(at[x]).or_insert((y, at));
                 if y > slot.0 {
                     *slot = (y, at);
                 }
             }
-            for (_, at) in per_branch.into_values() {
-                let p = self.space.at(at);
-                if !pool.contains(&p) {
-                    pool.push(p);
-                }
+        }
+        for (_, at) in per_branch.into_values() {
+            let p = self.space.at(at);
+            if !pool.contains(&p) {
+                pool.push(p);
             }
         }
         let hope = everywhere.unwrap_or_else(|| {
