@@ -42,17 +42,7 @@ fn hash_file(path: &Path, buf: &mut [u8]) -> Result<String, SandboxError> {
         }
         hasher.update(&buf[..n]);
     }
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    Ok(hasher
-        .finalize()
-        .iter()
-        .flat_map(|b| {
-            [
-                HEX[usize::from(b >> 4)] as char,
-                HEX[usize::from(b & 15)] as char,
-            ]
-        })
-        .collect())
+    Ok(crate::workspace::hex(&hasher.finalize()))
 }
 
 impl Snapshot {

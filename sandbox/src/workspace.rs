@@ -17,9 +17,20 @@ const MAX_TREE_FILES: usize = 10_000;
 const MAX_TREE_BYTES: u64 = 256 << 20;
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lower-case hex of `bytes`, two digits a byte.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    bytes
         .iter()
-        .map(|b| format!("{b:02x}"))
+        .flat_map(|b| {
+            [
+                DIGITS[usize::from(b >> 4)] as char,
+                DIGITS[usize::from(b & 15)] as char,
+            ]
+        })
         .collect()
 }
 
