@@ -8,7 +8,7 @@
 //! candidates, benches/data/matmul-c-decode.json, hill,random,model)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use polymorph::engine::simulate::{Cache, RecordedTree};
+use polymorph::engine::simulate::{Cache, RecordedTree, case_means};
 use polymorph::engine::{RunOptions, Strategy, run};
 use polymorph::measure::{geomean, median};
 use polymorph::record::{ProposerChoice, RunProposer, Store};
@@ -128,17 +128,10 @@ fn best_in_resamples(cache: &Cache, best_key: &str) -> f64 {
     for _ in 0..RESAMPLES {
         let mut top = (f64::NEG_INFINITY, "");
         for (key, t) in &trees {
-            // Scored as the truth is: the geometric mean of the case means (case_means).
-            let drawn = RecordedTree {
-                key: String::new(),
-                label: String::new(),
-                params: None,
-                failed: None,
-                samples: (0..t.samples.len())
-                    .map(|_| t.samples[rng.random_range(0..t.samples.len())].clone())
-                    .collect(),
-            };
-            let score = geomean(drawn.case_means().values().copied());
+            // Scored as the truth is: the geometric mean of the case means.
+            let drawn =
+                (0..t.samples.len()).map(|_| &t.samples[rng.random_range(0..t.samples.len())]);
+            let score = geomean(case_means(drawn).values().copied());
             if score > top.0 {
                 top = (score, key);
             }

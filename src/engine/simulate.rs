@@ -46,15 +46,24 @@ pub struct RecordedTree {
 impl RecordedTree {
     /// The mean over its samples of each case: the tree's "true" figures in the simulation.
     pub fn case_means(&self) -> BTreeMap<String, f64> {
-        let mut sums: BTreeMap<String, f64> = BTreeMap::new();
-        for s in &self.samples {
-            for (c, v) in &s.cases {
-                *sums.entry(c.clone()).or_default() += v;
-            }
-        }
-        let n = self.samples.len().max(1) as f64;
-        sums.into_iter().map(|(c, v)| (c, v / n)).collect()
+        case_means(&self.samples)
     }
+}
+
+/// The mean of each case over `samples`.
+pub fn case_means<'a>(
+    samples: impl IntoIterator<Item = &'a RecordedSample>,
+) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<String, f64> = BTreeMap::new();
+    let mut n = 0usize;
+    for s in samples {
+        n += 1;
+        for (c, v) in &s.cases {
+            *sums.entry(c.clone()).or_default() += v;
+        }
+    }
+    let n = n.max(1) as f64;
+    sums.into_iter().map(|(c, v)| (c, v / n)).collect()
 }
 
 /// A whole recorded cache, as written to disk (JSON).
