@@ -74,8 +74,8 @@ pub struct ModelProposer {
 }
 
 impl ModelProposer {
-    pub fn new(space: ParamSpace, seed: u64, goal: Goal) -> Self {
-        let all = (space.size() <= MAX_ENUMERATED).then(|| space.all_valid());
+    pub fn new(mut space: ParamSpace, seed: u64, goal: Goal) -> Self {
+        let all = space.index(MAX_ENUMERATED);
         let features = Features::new(&space, all.as_deref());
         let valid = all.map(|all| {
             all.iter()
@@ -191,6 +191,28 @@ impl ModelProposer {
         p
     }
 
+    /// Which of the enumerated assignments are fresh (neither measured nor the incumbent), so
+    /// that each proposal decides it once per assignment; empty when the space was too large.
+    fn fresh_flags(&self, ctx: &ProposalContext) -> Vec<bool> {
+        let incumbent = ctx.incumbent_params.as_ref().map(params_key);
+        self.valid
+            .iter()
+            .flatten()
+            .map(|(key, _)| !ctx.tried_params.contains(key) && incumbent.as_ref() != Some(key))
+            .collect()
+    }
+
+    /// `search::fresh`, looked up in `flags` where the space was enumerated.
+    fn is_fresh(&self, flags: &[bool], p: &Params, ctx: &ProposalContext) -> bool {
+        match self.valid {
+            Some(_) => self
+                .space
+                .position(p)
+                .is_some_and(|i| flags.get(i).copied().unwrap_or(false)),
+            None => fresh(&self.space, p, ctx),
+        }
+    }
+
     fn random_fresh(&mut self, ctx: &ProposalContext) -> Option<Params> {
         (0..MAX_DRAWS)
             .map(|_| self.space.random(&mut self.rng))
@@ -214,13 +236,14 @@ impl ModelProposer {
         }
         let n_good = ((ranked.len() as f64 * GOOD_SHARE).ceil() as usize).clamp(1, ranked.len());
         let good: Vec<&Params> = ranked[..n_good].iter().map(|(_, p)| p).collect();
+        let flags = self.fresh_flags(ctx);
         let mut pool: Vec<Params> = Vec::new();
         if !self.rng.random_bool(EXPLORE_RATE)
             && let Some(inc) = base.or(ctx.incumbent_params.as_ref())
         {
             for _ in 0..LOCAL_MOVES {
                 let p = self.space.local(inc, &mut self.rng);
-                if fresh(&self.space, &p, ctx) && !pool.contains(&p) {
+                if self.is_fresh(&flags, &p, ctx) && !pool.contains(&p) {
                     pool.push(p);
                 }
             }
@@ -232,7 +255,7 @@ impl ModelProposer {
                     self.space
                         .neighbours(base)
                         .into_iter()
-                        .filter(|p| fresh(&self.space, p, ctx)),
+                        .filter(|p| self.is_fresh(&flags, p, ctx)),
                 );
             }
             let l = self.density(&good);
@@ -242,7 +265,7 @@ impl ModelProposer {
                     break;
                 }
                 let p = self.draw(&l);
-                if fresh(&self.space, &p, ctx) {
+                if self.is_fresh(&flags, &p, ctx) {
                     found += 1;
                     pool.push(p);
                 }
@@ -254,14 +277,15 @@ impl ModelProposer {
         // its leader) and for each algorithm's most promising assignment, which joins the pool:
         // local moves around one family's leader seldom reach another family, whose constraints
         // fix other knobs.
-        let incumbent = ctx.incumbent_params.as_ref().map(params_key);
         let choice = self.features.choice();
         let mut everywhere = self.valid.as_ref().map(|_| f64::NEG_INFINITY);
         let mut per_branch: BTreeMap<usize, (f64, &Vec<usize>)> = BTreeMap::new();
-        for (_, at) in
-            self.valid.iter().flatten().filter(|(key, _)| {
-                !ctx.tried_params.contains(key) && incumbent.as_ref() != Some(key)
-            })
+        for ((_, at), _) in self
+            .valid
+            .iter()
+            .flatten()
+            .zip(&flags)
+            .filter(|(_, fresh)| **fresh)
         {
             if let Some(h) = everywhere.as_mut() {
                 *h = h.max(model.hopeful(&self.features, at));

@@ -4,7 +4,7 @@
 //! candidate that passes screening would lock a run into that candidate's family: from there the
 //! per-case guard refuses a better configuration that trades one case for another with it.
 
-use crate::{Observation, Params, ProposalContext, params_key};
+use crate::{Observation, Params, ProposalContext};
 use std::collections::HashSet;
 
 /// Screens a race takes before its leader may be confirmed, unless the run is ending.
@@ -33,21 +33,21 @@ pub(crate) struct Race {
     against: Option<Params>,
     screens: usize,
     stalled: usize,
-    leader: Option<String>,
+    leader: Option<Params>,
 }
 
 /// Assignments screened and never judged in full: the contenders.
-fn contenders(observations: &[Observation]) -> HashSet<String> {
-    let judged: HashSet<String> = observations
+fn contenders(observations: &[Observation]) -> HashSet<&Params> {
+    let judged: HashSet<&Params> = observations
         .iter()
         .filter(|o| !o.screened_only)
-        .map(|o| params_key(&o.params))
+        .map(|o| &o.params)
         .collect();
     observations
         .iter()
         .filter(|o| o.screened_only)
-        .map(|o| params_key(&o.params))
-        .filter(|k| !judged.contains(k))
+        .map(|o| &o.params)
+        .filter(|p| !judged.contains(p))
         .collect()
 }
 
@@ -71,10 +71,10 @@ impl Race {
         let open = contenders(&ctx.observations);
         let leader = ranked
             .iter()
-            .find(|(score, p)| score.is_finite() && open.contains(&params_key(p)));
-        let key = leader.map(|(_, p)| params_key(p));
-        if key != self.leader {
-            self.leader = key;
+            .find(|(score, p)| score.is_finite() && open.contains(p));
+        let now = leader.map(|(_, p)| p);
+        if now != self.leader.as_ref() {
+            self.leader = now.cloned();
             self.stalled = 0;
         }
         let last = ctx.remaining.is_some_and(|r| r <= 1);
@@ -101,11 +101,8 @@ impl Race {
 
     /// The contender in the lead, if any.
     pub(crate) fn leader<'a>(&self, ranked: &'a [(f64, Params)]) -> Option<&'a Params> {
-        let key = self.leader.as_ref()?;
-        ranked
-            .iter()
-            .map(|(_, p)| p)
-            .find(|p| &params_key(p) == key)
+        let leader = self.leader.as_ref()?;
+        ranked.iter().map(|(_, p)| p).find(|p| *p == leader)
     }
 }
 

@@ -7,7 +7,7 @@ use evalexpr::{ContextWithMutableVariables, DefaultNumericTypes, HashMapContext,
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Share of proposals drawn uniformly from the whole space rather than near the incumbent:
 /// enough to escape a local optimum, few enough that good regions get refined.
@@ -27,6 +27,9 @@ pub fn params_key(params: &Params) -> String {
 pub struct ParamSpace {
     pub(crate) values: BTreeMap<String, Vec<Value>>,
     constraints: Vec<(String, String, Node<DefaultNumericTypes>)>,
+    /// Every valid assignment and its place in `index`'s list, once a small space has been
+    /// enumerated: validity is then one lookup instead of evaluating every constraint.
+    positions: Option<HashMap<Params, usize>>,
 }
 
 fn to_eval(v: &Value) -> evalexpr::Value<DefaultNumericTypes> {
@@ -62,6 +65,7 @@ impl ParamSpace {
         let space = ParamSpace {
             values,
             constraints: parsed,
+            positions: None,
         };
         // Evaluate every constraint once so unknown names and type errors show up now.
         let first: Params = space
@@ -110,6 +114,29 @@ impl ParamSpace {
         None
     }
 
+    pub(crate) fn is_valid(&self, p: &Params) -> bool {
+        match &self.positions {
+            Some(at) => at.contains_key(p),
+            None => self.invalid(p).is_none(),
+        }
+    }
+
+    /// Where `p` is in the list `index` returned, once it has.
+    pub(crate) fn position(&self, p: &Params) -> Option<usize> {
+        self.positions.as_ref()?.get(p).copied()
+    }
+
+    /// Every valid assignment, when the space has at most `max`; from then on validity is
+    /// looked up, not evaluated.
+    pub(crate) fn index(&mut self, max: usize) -> Option<Vec<Params>> {
+        if self.size() > max {
+            return None;
+        }
+        let all = self.all_valid();
+        self.positions = Some(all.iter().cloned().zip(0..).collect());
+        Some(all)
+    }
+
     pub fn size(&self) -> usize {
         self.values
             .values()
@@ -133,7 +160,7 @@ impl ParamSpace {
             for v in vals.iter().filter(|v| base.get(k) != Some(*v)) {
                 let mut p = base.clone();
                 p.insert(k.clone(), v.clone());
-                if self.invalid(&p).is_none() {
+                if self.is_valid(&p) {
                     out.push(p);
                     continue;
                 }
@@ -141,7 +168,7 @@ impl ParamSpace {
                     for v2 in vals2 {
                         let mut q = p.clone();
                         q.insert(k2.clone(), v2.clone());
-                        if self.invalid(&q).is_none() && !out.contains(&q) {
+                        if self.is_valid(&q) && !out.contains(&q) {
                             out.push(q);
                         }
                     }
@@ -194,7 +221,7 @@ impl ParamSpace {
             p.insert(key.clone(), vals[next].clone());
             moved.push(key.clone());
         }
-        if self.invalid(&p).is_none() {
+        if self.is_valid(&p) {
             return p;
         }
         let repairs: Vec<Params> = self
@@ -208,7 +235,7 @@ impl ParamSpace {
                     q
                 })
             })
-            .filter(|q| self.invalid(q).is_none())
+            .filter(|q| self.is_valid(q))
             .collect();
         if repairs.is_empty() {
             p
@@ -259,7 +286,7 @@ impl SearchProposer {
 
 /// Valid, never measured in this context, and not the incumbent itself.
 pub(crate) fn fresh(space: &ParamSpace, p: &Params, ctx: &ProposalContext) -> bool {
-    space.invalid(p).is_none()
+    space.is_valid(p)
         && !ctx.tried_params.contains(&params_key(p))
         && ctx.incumbent_params.as_ref() != Some(p)
 }
@@ -379,6 +406,28 @@ mod tests {
             let p = s.local(&base, &mut rng);
             assert!(s.invalid(&p).is_none(), "{p:?}");
         }
+    }
+
+    #[test]
+    fn an_indexed_space_agrees_with_its_constraints() {
+        let mut s = space();
+        let all = s.index(100).unwrap_or_default();
+        assert_eq!(all.len(), 5);
+        for i in 0..s.size() {
+            let p = s.nth(i);
+            assert_eq!(s.is_valid(&p), s.invalid(&p).is_none(), "{p:?}");
+            assert_eq!(
+                s.position(&p).map(|at| &all[at]),
+                s.is_valid(&p).then_some(&p)
+            );
+        }
+        let mut odd = s.nth(0);
+        odd.insert("A".into(), Value::from(1.0));
+        assert!(!s.is_valid(&odd), "1.0 is not the declared 1");
+        odd.insert("A".into(), Value::from(1));
+        odd.insert("C".into(), Value::from(0));
+        assert!(!s.is_valid(&odd), "an undeclared parameter");
+        assert!(space().index(5).is_none(), "6 assignments are more than 5");
     }
 
     #[tokio::test]
