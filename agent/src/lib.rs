@@ -96,8 +96,8 @@ pub struct ProposalContext {
     pub incumbent_score: Option<f64>,
     pub reference_score: Option<f64>,
     /// Every parameter assignment measured in this context, earlier runs included, oldest
-    /// first (filled only for proposers that ask for it).
-    pub observations: Vec<Observation>,
+    /// first (filled only for proposers that ask for it; shared, not copied per proposal).
+    pub observations: std::sync::Arc<Vec<Observation>>,
     /// Whether screen-only proposals are honoured (screening is on and candidates are
     /// evaluated one at a time here); elsewhere every proposal gets the full judgement.
     pub can_screen: bool,

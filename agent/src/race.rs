@@ -128,7 +128,7 @@ mod tests {
     fn ctx(observations: Vec<Observation>, remaining: usize) -> ProposalContext {
         ProposalContext {
             incumbent_params: Some(p(0)),
-            observations,
+            observations: observations.into(),
             can_screen: true,
             remaining: Some(remaining),
             ..ProposalContext::default()

@@ -8,6 +8,7 @@ use crate::record::Store;
 use agent::{Observation, Params};
 use anyhow::Result;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Values per (side, case) of one candidate while its rows are read.
 #[derive(Default)]
@@ -25,7 +26,8 @@ fn medians(values: BTreeMap<String, Vec<f64>>) -> BTreeMap<String, f64> {
 /// The observations of a task's context, oldest first, kept up to date by `refresh`.
 #[derive(Default)]
 pub struct Observations {
-    list: Vec<Observation>,
+    /// Shared with each proposal's context; extended in place once that context is gone.
+    list: Arc<Vec<Observation>>,
     /// The newest candidate read so far.
     after: i64,
 }
@@ -37,7 +39,7 @@ impl Observations {
         store: &Store,
         task: &str,
         context_id: &str,
-    ) -> Result<&[Observation]> {
+    ) -> Result<Arc<Vec<Observation>>> {
         let rows = store.params_samples(task, context_id, self.after).await?;
         let mut order: Vec<i64> = Vec::new();
         let mut by_id: BTreeMap<i64, Gathered> = BTreeMap::new();
@@ -66,7 +68,7 @@ impl Observations {
         if let Some(last) = order.last() {
             self.after = *last;
         }
-        self.list.extend(
+        Arc::make_mut(&mut self.list).extend(
             order
                 .into_iter()
                 .filter_map(|id| by_id.remove(&id))
@@ -78,6 +80,6 @@ impl Observations {
                     screened_only: g.screened_only,
                 }),
         );
-        Ok(&self.list)
+        Ok(Arc::clone(&self.list))
     }
 }

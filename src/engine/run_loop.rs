@@ -229,9 +229,8 @@ impl<'a> Loop<'a> {
                 self.observed
                     .refresh(self.store, &task.name, &self.r.context_id)
                     .await?
-                    .to_vec()
             } else {
-                Vec::new()
+                Default::default()
             },
             // Set by the caller, which knows where and how many candidates run.
             can_screen: false,

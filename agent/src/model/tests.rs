@@ -172,7 +172,7 @@ async fn until_peak(land: &Landscape, seed: u64, racing: bool) -> usize {
         let better = !screen_only
             && cases.iter().all(|(c, v)| *v >= incumbent[c] * 0.95)
             && cases.values().sum::<f64>() > incumbent.values().sum::<f64>() * 1.02;
-        ctx.observations.push(Observation {
+        std::sync::Arc::make_mut(&mut ctx.observations).push(Observation {
             params: p.clone(),
             candidate: cases.clone(),
             incumbent: incumbent.clone(),
