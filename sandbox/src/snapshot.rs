@@ -189,19 +189,18 @@ impl Snapshot {
     /// process outlives its command); a writable shared mapping can change a page without a new
     /// change time.
     pub fn verify_stamps(&self, dir: &Path) -> Result<(), SandboxError> {
-        let settled = self.settled.lock().map(|s| s.clone()).unwrap_or_default();
-        if settled.len() == self.files() {
-            return self.compare(&walk(dir, |path, stamp| {
-                self.unchanged(&settled, path, stamp)
-            })?);
-        }
-        let marker = marker_time(dir);
+        let mut settled = self
+            .settled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let unsettled = settled.len() < self.files();
+        let marker = if unsettled { marker_time(dir) } else { None };
         let now = walk(dir, |path, stamp| self.unchanged(&settled, path, stamp))?;
         self.compare(&now)?;
-        // Everything read now matched: files whose stamps predate the marker are settled.
-        if let Ok(mut s) = self.settled.lock() {
+        if unsettled {
+            // Everything read now matched: files whose stamps predate the marker are settled.
             let fresh = settled_by(&now, marker);
-            s.extend(fresh.into_iter().filter(|p| self.same_stamp(p, &now)));
+            settled.extend(fresh.into_iter().filter(|p| self.same_stamp(p, &now)));
         }
         Ok(())
     }
