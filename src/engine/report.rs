@@ -3,7 +3,7 @@
 
 use super::evaluate::Evaluation;
 use super::evaluator::Evaluator;
-use crate::measure::{Direction, Summary, log_gain, median_score, pct};
+use crate::measure::{Direction, HELD, Summary, log_gain, median_score, pct};
 use crate::record::{CommitId, Ledger, RunProposer, RunStatus, Store};
 use crate::task::Resolved;
 use anyhow::{Context as _, Result};
@@ -26,6 +26,9 @@ pub struct RunReport {
     pub candidates: usize,
     pub accepted: usize,
     pub rejected: usize,
+    /// Of the rejected, the search race's contenders held after their screen (never judged in
+    /// full, so never accepted, but not refused either).
+    pub held: usize,
     pub failed: usize,
     pub quarantined: usize,
     pub status: RunStatus,
@@ -62,7 +65,11 @@ impl Progress<'_> {
             "{}[{k:>3}/{}] {:<11} {} | best ~{} start, ~{} hand-tuned",
             self.label,
             self.budget,
-            ev.verdict.as_str(),
+            if ev.reason.starts_with(HELD) {
+                "held"
+            } else {
+                ev.verdict.as_str()
+            },
             ev.reason,
             fmt(vs_start),
             fmt(vs_hand)

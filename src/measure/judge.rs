@@ -11,6 +11,10 @@ use super::sequential::level_at;
 use super::stats::{Interval, median, signed_rank_interval, signed_rank_interval_tails};
 use super::text_enum::text_enum;
 
+/// How the reason of a screen-only proposal that passed its screen begins: recorded as rejected
+/// (it was never judged in full), it is a contender of the search's race, not a refusal.
+pub const HELD: &str = "held after screening";
+
 text_enum! {
     /// What became of a candidate.
     pub enum Verdict {
@@ -128,7 +132,7 @@ impl Judge<'_> {
         Decision::Done {
             verdict: Verdict::Rejected,
             reason: format!(
-                "held after screening: {} over the incumbent in {n} pairs (median); a contender of the search's race, judged in full only if it leads",
+                "{HELD}: {} over the incumbent in {n} pairs (median); a contender of the search's race, judged in full only if it leads",
                 pct(median(&gains))
             ),
             summary: self.early_summary(&inc_scores, &cand_scores, &gains),

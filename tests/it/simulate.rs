@@ -168,5 +168,6 @@ fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
         .filter(|r| field(r, "reason").starts_with("held after screening"))
         .count();
     assert!(held >= 2 && confirmed >= 1, "{rows:?}");
+    assert_eq!(report["held"], held, "{report}");
     assert!(report["accepted"].as_u64().unwrap() >= 1, "{report}");
 }
