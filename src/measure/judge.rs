@@ -213,8 +213,18 @@ impl Judge<'_> {
             } else if gain.high < threshold {
                 format!("no significant gain: {}, needs {need}", pct_interval(&gain))
             } else {
+                // At a look, the bound the judge accepts on is stricter than the 95% interval
+                // shown; say so, or a 95% interval above the threshold reads as a refusal in error.
+                let strict = match &at_look {
+                    Some(b) if gain.low >= threshold => format!(
+                        " (at this look's {:.1}% level its lower bound is {})",
+                        b.confidence * 100.0,
+                        pct(b.low)
+                    ),
+                    _ => String::new(),
+                };
                 format!(
-                    "inconclusive: {} is not clearly above {need} after {n} pairs",
+                    "inconclusive: {} is not clearly above {need} after {n} pairs{strict}",
                     pct_interval(&gain)
                 )
             };
@@ -397,6 +407,29 @@ mod tests {
         let (v, reason) = decide(&pairs(20, 1.02, 1.02), None);
         assert_eq!(v, Some(Verdict::Rejected));
         assert!(reason.starts_with("inconclusive"), "{reason}");
+    }
+
+    #[test]
+    fn an_inconclusive_gain_whose_95_percent_interval_clears_the_threshold_names_the_look_s_bound()
+    {
+        // Gains of about +3.8%, spread +-4%: the 95% interval clears +2%, the stricter level of
+        // the last look does not.
+        let p: Vec<_> = (0..20)
+            .map(|i| {
+                let r = 1.038 * (1.0 + 0.04 * (((i * 7) % 9) as f64 - 4.0) / 4.0);
+                (sample(100.0, 100.0), sample(100.0 * r, 100.0 * r))
+            })
+            .collect();
+        let (v, reason) = decide(&p, None);
+        assert_eq!(v, Some(Verdict::Rejected), "{reason}");
+        assert!(reason.starts_with("inconclusive: +"), "{reason}");
+        let shown = reason
+            .split('[')
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .and_then(|low| low.trim_start_matches('+').parse::<f64>().ok());
+        assert!(shown.is_some_and(|low| low >= 2.0), "{reason}");
+        assert!(reason.contains("at this look's 99."), "{reason}");
     }
 
     #[test]
