@@ -251,6 +251,18 @@ async fn main() {
             median(&outcomes.iter().map(|o| o.total as f64).collect::<Vec<_>>()),
             started.elapsed().as_secs_f64()
         );
+        let mut ends: Vec<(String, usize)> = Vec::new();
+        let mut sorted = quality.clone();
+        sorted.sort_by(|a, b| b.total_cmp(a));
+        for q in sorted {
+            let q = format!("{q:.3}");
+            match ends.last_mut() {
+                Some((last, n)) if *last == q => *n += 1,
+                _ => ends.push((q, 1)),
+            }
+        }
+        let ends: Vec<String> = ends.iter().map(|(q, n)| format!("{q} x{n}")).collect();
+        println!("         ended on (quality x seeds): {}", ends.join(", "));
     }
     println!(
         "best found: seeds that evaluated the best; procs: median bench processes (both sides of every pair) until then, over those seeds;"

@@ -19,7 +19,7 @@ use crate::{
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Share of proposals chosen from the whole space (every one-knob neighbour of the incumbent
 /// and of the best measured, and draws from the good density) rather than among local moves.
@@ -98,30 +98,34 @@ impl ModelProposer {
     }
 
     /// What the judge could accept, relative to `reference` (the incumbent's per-case figures):
-    /// the mean per-case log gain, minus a penalty for the worst case past the tolerance.
-    fn objective(&self, o: &Observation, reference: &BTreeMap<String, f64>) -> f64 {
-        if o.candidate.is_empty() {
+    /// the mean per-case log gain, minus a penalty for the worst case past the tolerance. An
+    /// assignment measured more than once (a contender screened again, a leader judged after its
+    /// screen) gets each case's log gain averaged over its measurements.
+    fn objective(&self, seen: &[&Observation], reference: &BTreeMap<String, f64>) -> f64 {
+        let mut per_case: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
+        for o in seen {
+            for (case, v) in &o.candidate {
+                let Some(r) = reference.get(case).or_else(|| o.incumbent.get(case)) else {
+                    continue;
+                };
+                let g = self.log_ratio(*r, *v);
+                if g.is_finite() {
+                    let slot = per_case.entry(case).or_insert((0.0, 0));
+                    *slot = (slot.0 + g, slot.1 + 1);
+                }
+            }
+        }
+        if per_case.is_empty() {
             return f64::NEG_INFINITY;
         }
-        let gains: Vec<f64> = o
-            .candidate
-            .iter()
-            .filter_map(|(case, v)| {
-                let r = reference.get(case).or_else(|| o.incumbent.get(case))?;
-                Some(self.log_ratio(*r, *v))
-            })
-            .filter(|g| g.is_finite())
-            .collect();
-        if gains.is_empty() {
-            return f64::NEG_INFINITY;
-        }
+        let gains: Vec<f64> = per_case.values().map(|(sum, n)| sum / *n as f64).collect();
         let mean = gains.iter().sum::<f64>() / gains.len() as f64;
         let worst = gains.iter().copied().fold(f64::INFINITY, f64::min);
         let floor = (1.0 - self.goal.case_tolerance).ln();
         mean + PENALTY * (worst - floor).min(0.0)
     }
 
-    /// The observations scored against the current incumbent, best first.
+    /// Each assignment measured, scored against the current incumbent, best first.
     fn ranked(&self, ctx: &ProposalContext) -> Vec<(f64, Params)> {
         let last_as_candidate =
             ctx.observations.iter().rev().find(|o| {
@@ -132,10 +136,20 @@ impl ModelProposer {
             (None, Some(o)) => o.incumbent.clone(),
             (None, None) => BTreeMap::new(),
         };
-        let mut scored: Vec<(f64, Params)> = ctx
-            .observations
-            .iter()
-            .map(|o| (self.objective(o, &reference), o.params.clone()))
+        let mut order: Vec<&Params> = Vec::new();
+        let mut by_params: HashMap<&Params, Vec<&Observation>> = HashMap::new();
+        for o in ctx.observations.iter() {
+            by_params
+                .entry(&o.params)
+                .or_insert_with(|| {
+                    order.push(&o.params);
+                    Vec::new()
+                })
+                .push(o);
+        }
+        let mut scored: Vec<(f64, Params)> = order
+            .into_iter()
+            .map(|p| (self.objective(&by_params[p], &reference), p.clone()))
             .collect();
         if let Some(p) = &ctx.incumbent_params
             && last_as_candidate.is_none()

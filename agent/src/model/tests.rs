@@ -237,14 +237,49 @@ fn a_case_past_the_tolerance_costs_more_than_its_mean_gains() {
     };
     // +30% and -10% has the bigger mean but would be refused; +5% on both is accepted.
     assert!(
-        m.objective(&obs(130.0, 90.0), &reference) < m.objective(&obs(105.0, 105.0), &reference)
+        m.objective(&[&obs(130.0, 90.0)], &reference)
+            < m.objective(&[&obs(105.0, 105.0)], &reference)
     );
-    assert!(m.objective(&obs(105.0, 105.0), &reference) > 0.0);
+    assert!(m.objective(&[&obs(105.0, 105.0)], &reference) > 0.0);
     assert_eq!(
-        m.objective(&Observation::default(), &reference),
+        m.objective(&[&Observation::default()], &reference),
         f64::NEG_INFINITY
     );
     // For a metric to minimize, lower is better.
     let min = ModelProposer::new(space(), 1, goal(false));
-    assert!(min.objective(&obs(90.0, 90.0), &reference) > 0.0);
+    assert!(min.objective(&[&obs(90.0, 90.0)], &reference) > 0.0);
+}
+
+#[test]
+fn an_assignment_measured_twice_is_ranked_once_on_its_average() {
+    let m = ModelProposer::new(space(), 1, goal(true));
+    let reference = BTreeMap::from([("x".to_string(), 100.0), ("y".to_string(), 100.0)]);
+    let seen = |p: Params, v: f64, screened_only: bool| Observation {
+        params: p,
+        candidate: BTreeMap::from([("x".to_string(), v), ("y".to_string(), v)]),
+        incumbent: reference.clone(),
+        screened_only,
+    };
+    let (lucky, steady) = (
+        assignment(&[("A", 1), ("B", 1), ("C", 1)]),
+        assignment(&[("A", 2), ("B", 2), ("C", 2)]),
+    );
+    // Screened at +30% and judged at +2% (+15% on average), against another screened at +20%.
+    let ctx = ProposalContext {
+        incumbent_params: Some(start()),
+        observations: vec![
+            seen(start(), 100.0, false),
+            seen(lucky.clone(), 130.0, true),
+            seen(steady.clone(), 120.0, true),
+            seen(lucky.clone(), 102.0, false),
+        ]
+        .into(),
+        ..ProposalContext::default()
+    };
+    let ranked = m.ranked(&ctx);
+    assert_eq!(ranked.len(), 3, "{ranked:?}");
+    assert_eq!(ranked[0].1, steady);
+    assert_eq!(ranked[1].1, lucky);
+    let mean = ((1.30f64).ln() + (1.02f64).ln()) / 2.0;
+    assert!((ranked[1].0 - mean).abs() < 1e-12, "{ranked:?}");
 }
