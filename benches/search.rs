@@ -141,6 +141,34 @@ fn best_in_resamples(cache: &Cache, best_key: &str) -> f64 {
     wins as f64 / RESAMPLES as f64
 }
 
+/// Bench processes of each side a comparison needs to tell the best from the runner-up with 95%
+/// confidence (one-sided, normal approximation), from the spread of each one's per-process score
+/// (the log geometric mean of one sample's cases); with the runner-up's gap.
+fn processes_to_tell(cache: &Cache, truth: &BTreeMap<String, f64>, best_key: &str) -> (f64, f64) {
+    let spread = |key: &str| {
+        let t = cache
+            .trees
+            .iter()
+            .find(|t| polymorph::engine::simulate::params_key_of(t).as_deref() == Some(key))
+            .unwrap();
+        let logs: Vec<f64> = t
+            .samples
+            .iter()
+            .map(|s| geomean(s.cases.values().copied()).ln())
+            .collect();
+        let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+        logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (logs.len() - 1).max(1) as f64
+    };
+    let (second_key, second) = truth
+        .iter()
+        .filter(|(k, _)| *k != best_key)
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .unwrap();
+    let gap = (truth[best_key] / second).ln();
+    let sd = (spread(best_key) + spread(second_key)).sqrt();
+    ((1.645 * sd / gap).powi(2).ceil().max(1.0), gap)
+}
+
 fn med(xs: &[usize]) -> String {
     if xs.is_empty() {
         return "-".into();
@@ -194,6 +222,11 @@ async fn main() {
     println!(
         "the best is still the best in {:.0}% of bootstrap resamples of the cache's own samples",
         100.0 * best_in_resamples(&cache, &best_key)
+    );
+    let (n, gap) = processes_to_tell(&cache, &truth, &best_key);
+    println!(
+        "telling it from the runner-up ({:.1}% behind) with 95% confidence takes about {n:.0} bench processes of each",
+        gap.exp_m1() * 100.0
     );
     println!(
         "{seeds} seeds x {budget} candidates per strategy, through the real loop and judge (simulated benches)"
