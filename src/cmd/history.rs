@@ -90,7 +90,7 @@ async fn write_plot(store: &Store, rows: &[Value], file: &Path) -> Result<()> {
 fn print_table(rows: &[Value]) {
     let text = |v: &Value| cell(v, "-");
     println!(
-        "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20} {:>9}",
+        "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20} {:>9}",
         "run",
         "task",
         "context",
@@ -99,6 +99,7 @@ fn print_table(rows: &[Value]) {
         "cand",
         "acc",
         "rej",
+        "held",
         "fail",
         "quar",
         "best",
@@ -116,7 +117,7 @@ fn print_table(rows: &[Value]) {
             .as_f64()
             .map_or("-".to_string(), |b| format!("{b:.4}"));
         println!(
-            "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20} {:>9}",
+            "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20} {:>9}",
             text(&r["run"]),
             text(&r["task"]),
             text(&r["context_id"]),
@@ -125,6 +126,7 @@ fn print_table(rows: &[Value]) {
             text(&r["candidates"]),
             text(&r["accepted"]),
             text(&r["rejected"]),
+            text(&r["held"]),
             text(&r["failed"]),
             text(&r["quarantined"]),
             best,

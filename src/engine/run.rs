@@ -297,7 +297,7 @@ async fn report(
         candidates: counts.total() as usize,
         accepted: counts.accepted as usize,
         rejected: counts.rejected as usize,
-        held: store.held_in_run(at.run_id).await? as usize,
+        held: counts.held as usize,
         failed: counts.failed as usize,
         quarantined: counts.quarantined as usize,
         status,

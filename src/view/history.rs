@@ -44,7 +44,7 @@ pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<V
             "run": run.id, "task": run.task, "context_id": run.context_id, "proposer": run.proposer,
             "budget": run.budget, "status": run.status, "started_at": run.started_at, "finished_at": run.finished_at,
             "candidates": counts.total(),
-            "accepted": counts.accepted, "rejected": counts.rejected, "failed": counts.failed, "quarantined": counts.quarantined,
+            "accepted": counts.accepted, "rejected": counts.rejected, "held": counts.held, "failed": counts.failed, "quarantined": counts.quarantined,
             "start_score": run.start_score, "hand_tuned_score": run.hand_tuned_score,
             "best_entry": best.as_ref().map(|b| b.id), "best_score": best.and_then(|b| b.score),
             "message": run.message, "model_tokens": usage.tokens, "model_requests": usage.requests,

@@ -146,6 +146,37 @@ fn a_run_on_postgres_is_read_back_by_every_command_and_query_stays_read_only() {
     let best = json(&env, &url, &["best", "spin"]);
     assert_eq!(best["entry"], 2, "{best}");
 
+    // The model search's held contenders are counted by PostgreSQL's trigger too.
+    let matmul = env.task("matmul-c");
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data/matmul-c-prefill.json");
+    let workload = matmul.join("workloads/prefill.json");
+    let simulated = json(
+        &env,
+        &url,
+        &[
+            "run",
+            matmul.to_str().unwrap(),
+            "--simulate",
+            cache.to_str().unwrap(),
+            "--workload",
+            workload.to_str().unwrap(),
+            "--budget",
+            "6",
+        ],
+    );
+    let held = json(
+        &env,
+        &url,
+        &[
+            "query",
+            "SELECT COUNT(*) AS n FROM evaluations WHERE reason LIKE 'held after screening%'",
+        ],
+    );
+    let history = json(&env, &url, &["history", "--task", "matmul-c"]);
+    assert!(held[0]["n"].as_i64().unwrap() >= 2, "{held}");
+    assert_eq!(history[0]["held"], held[0]["n"], "{history}");
+    assert_eq!(simulated["held"], held[0]["n"], "{simulated}");
+
     // A database that is not there: a clear error, quickly.
     let out = cmd(&env, "postgres://polymorph@127.0.0.1:1/nothing")
         .arg("history")

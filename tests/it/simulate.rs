@@ -169,5 +169,8 @@ fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
         .count();
     assert!(held >= 2 && confirmed >= 1, "{rows:?}");
     assert_eq!(report["held"], held, "{report}");
+    let history = env.json(&["history"]);
+    assert_eq!(history[0]["held"], held, "{history}");
+    assert_eq!(history[0]["rejected"], report["rejected"], "{history}");
     assert!(report["accepted"].as_u64().unwrap() >= 1, "{report}");
 }

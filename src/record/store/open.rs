@@ -127,3 +127,30 @@ pub(super) async fn postgres(url: &str, shown: &str) -> Result<AnyPool> {
         .await
         .with_context(|| format!("connecting to {shown}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_held_count_s_triggers_match_the_judge_s_reason() {
+        // The triggers count by the reason's prefix, spelled in SQL: they must spell the judge's.
+        let like = format!("LIKE '{}%'", crate::measure::HELD);
+        for m in SQLITE.iter().chain(POSTGRES.iter()) {
+            if m.description.contains("held counts") {
+                assert_eq!(
+                    m.sql.as_ref().matches(&like).count(),
+                    2,
+                    "{}",
+                    m.description
+                );
+            }
+        }
+        let with = |set: &Migrator| {
+            set.iter()
+                .filter(|m| m.description.contains("held counts"))
+                .count()
+        };
+        assert_eq!((with(&SQLITE), with(&POSTGRES)), (1, 1));
+    }
+}

@@ -254,6 +254,9 @@ pub struct VerdictCounts {
     pub failed: i64,
     #[sqlx(rename = "n_quarantined")]
     pub quarantined: i64,
+    /// Of the rejected, the contenders the model search's race held after their screen.
+    #[sqlx(rename = "n_held")]
+    pub held: i64,
 }
 
 impl VerdictCounts {

@@ -111,19 +111,6 @@ impl Store {
             .await?)
     }
 
-    /// The run's candidates recorded as rejected that were in fact held as contenders of the
-    /// search's race after their screen.
-    pub async fn held_in_run(&self, run_id: i64) -> Result<i64> {
-        Ok(sqlx::query_scalar(
-            "SELECT COUNT(*) FROM candidates c JOIN evaluations e ON e.candidate_id = c.id \
-             WHERE c.run_id = $1 AND e.verdict = 'rejected' AND e.reason LIKE $2",
-        )
-        .bind(run_id)
-        .bind(format!("{}%", crate::measure::HELD))
-        .fetch_one(&self.pool)
-        .await?)
-    }
-
     pub async fn runs(&self, task: Option<&str>) -> Result<Vec<RunRow>> {
         Ok(
             sqlx::query_as("SELECT * FROM runs WHERE $1 IS NULL OR task = $1 ORDER BY id")
