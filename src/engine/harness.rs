@@ -243,6 +243,22 @@ impl<'a> Harness<'a> {
     /// Before every command: up to the build, the harness-owned files hash as the task's; after
     /// it, the workspace is exactly as the build left it (its snapshot was taken only once the
     /// harness files were verified again, so it covers them too).
+    /// The built tree's snapshot, settled for quick checks where `check_harness` makes them.
+    fn snapshot(&self, dir: &Path) -> Result<Snapshot, Failure> {
+        if self.quick_checks() {
+            Snapshot::of_dir_settling(dir)
+        } else {
+            Snapshot::of_dir(dir)
+        }
+        .map_err(|e| Failure::new(Stage::Build, e.to_string()))
+    }
+
+    /// Under bwrap no command after the build can write the tree or outlive itself, so a
+    /// file's stamp is proof enough; without it every file is read again.
+    fn quick_checks(&self) -> bool {
+        matches!(self.runner.isolation(), Isolation::Bwrap { .. })
+    }
+
     fn check_harness(
         &self,
         dir: &Path,
@@ -251,11 +267,7 @@ impl<'a> Harness<'a> {
     ) -> Result<(), Failure> {
         match outputs {
             None => self.manifest.verify(dir),
-            // Under bwrap no command after the build can write the tree or outlive itself, so
-            // a file's stamp is proof enough; without it every file is read again.
-            Some(o) if matches!(self.runner.isolation(), Isolation::Bwrap { .. }) => {
-                o.verify_stamps(dir)
-            }
+            Some(o) if self.quick_checks() => o.verify_stamps(dir),
             Some(o) => o.verify(dir),
         }
         .map_err(|e| Failure::new(stage, e.to_string()))
@@ -284,8 +296,7 @@ impl<'a> Harness<'a> {
         }
         if let Some(sim) = &self.sim {
             sim.prepare(self.task, &tree)?;
-            let outputs = Snapshot::of_dir(ws.path())
-                .map_err(|e| Failure::new(Stage::Build, e.to_string()))?;
+            let outputs = self.snapshot(ws.path())?;
             return Ok(Built { ws, tree, outputs });
         }
         if let Some(build) = self.task.commands.build.clone() {
@@ -298,8 +309,7 @@ impl<'a> Harness<'a> {
         // The build may not have touched the harness; from here on the tree is frozen:
         // read-only under bwrap, and checked against this snapshot before every command.
         self.check_harness(ws.path(), None, Stage::Test)?;
-        let outputs =
-            Snapshot::of_dir(ws.path()).map_err(|e| Failure::new(Stage::Build, e.to_string()))?;
+        let outputs = self.snapshot(ws.path())?;
         self.test(ws.path(), &outputs, Stage::Test)?;
         Ok(Built { ws, tree, outputs })
     }
