@@ -145,7 +145,7 @@ fn best_in_resamples(cache: &Cache, best_key: &str) -> f64 {
 /// confidence (one-sided, normal approximation), from the spread of each one's per-process score
 /// (the log geometric mean of one sample's cases); with the runner-up's gap.
 fn processes_to_tell(cache: &Cache, truth: &BTreeMap<String, f64>, best_key: &str) -> (f64, f64) {
-    let spread = |key: &str| {
+    let variance = |key: &str| {
         let t = cache
             .trees
             .iter()
@@ -165,7 +165,7 @@ fn processes_to_tell(cache: &Cache, truth: &BTreeMap<String, f64>, best_key: &st
         .max_by(|a, b| a.1.total_cmp(b.1))
         .unwrap();
     let gap = (truth[best_key] / second).ln();
-    let sd = (spread(best_key) + spread(second_key)).sqrt();
+    let sd = (variance(best_key) + variance(second_key)).sqrt();
     ((1.645 * sd / gap).powi(2).ceil().max(1.0), gap)
 }
 

@@ -99,8 +99,8 @@ impl ModelProposer {
 
     /// What the judge could accept, relative to `reference` (the incumbent's per-case figures):
     /// the mean per-case log gain, minus a penalty for the worst case past the tolerance. An
-    /// assignment measured more than once (a contender screened again, a leader judged after its
-    /// screen) gets each case's log gain averaged over its measurements.
+    /// assignment measured more than once (a race's leader, screened and then judged in full)
+    /// gets each case's log gain averaged over its measurements.
     fn objective(&self, seen: &[&Observation], reference: &BTreeMap<String, f64>) -> f64 {
         let mut per_case: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
         for o in seen {
