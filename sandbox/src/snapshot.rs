@@ -265,6 +265,7 @@ impl Snapshot {
         Ok(())
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;

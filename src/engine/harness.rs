@@ -240,9 +240,6 @@ impl<'a> Harness<'a> {
         }
     }
 
-    /// Before every command: up to the build, the harness-owned files hash as the task's; after
-    /// it, the workspace is exactly as the build left it (its snapshot was taken only once the
-    /// harness files were verified again, so it covers them too).
     /// The built tree's snapshot, settled for quick checks where `check_harness` makes them.
     fn snapshot(&self, dir: &Path) -> Result<Snapshot, Failure> {
         if self.quick_checks() {
@@ -259,6 +256,9 @@ impl<'a> Harness<'a> {
         matches!(self.runner.isolation(), Isolation::Bwrap { .. })
     }
 
+    /// Before every command: up to the build, the harness-owned files hash as the task's; after
+    /// it, the workspace is exactly as the build left it (its snapshot was taken only once the
+    /// harness files were verified again, so it covers them too).
     fn check_harness(
         &self,
         dir: &Path,
