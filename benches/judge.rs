@@ -78,6 +78,7 @@ fn judge_all(task: &Task, incumbent_tree: FileTree, candidates: Vec<Proposal>, t
         metric: &task.metric,
         settings: &task.judge,
         reference: None,
+        spread: None,
     };
     for (i, c) in candidates.iter().enumerate() {
         let ev = h.evaluate(c, &incumbent, &judge);

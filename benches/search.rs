@@ -5,7 +5,7 @@
 //! score (its mean over the cache) as a share of the best's.
 //!
 //! cargo bench --bench search [-- SEEDS [BUDGET [CACHE [STRATEGIES]]]]   (default 20 seeds, 50
-//! candidates, benches/data/matmul-c-decode.json, hill,random,model)
+//! candidates, every cache in benches/data, hill,random,model)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use polymorph::engine::simulate::{Cache, RecordedTree, case_means};
@@ -188,10 +188,44 @@ async fn main() {
     let seeds: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(20);
     let budget: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(50);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let cache_path = args
-        .get(2)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("benches/data/matmul-c-decode.json"));
+    let caches: Vec<PathBuf> = match args.get(2) {
+        Some(one) if one != "all" => vec![PathBuf::from(one)],
+        _ => {
+            let mut all: Vec<PathBuf> = std::fs::read_dir(root.join("benches/data"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect();
+            all.sort();
+            all
+        }
+    };
+    let strategies: Vec<Strategy> = args
+        .get(3)
+        .map_or("hill,random,model", String::as_str)
+        .split(',')
+        .map(|s| s.parse().unwrap())
+        .collect();
+    for cache_path in caches {
+        compare(root, cache_path, seeds, budget, &strategies).await;
+        println!();
+    }
+    println!(
+        "best found: seeds that evaluated the best; procs: median bench processes (both sides of every pair) until then, over those seeds;"
+    );
+    println!(
+        "incumbent: seeds ending with the best accepted; within gain: ending within min_gain of it, closer than the judge resolves; quality: the final incumbent's true score over the best's (median, worst)"
+    );
+}
+
+/// Every strategy on one cache, `seeds` runs each.
+async fn compare(
+    root: &Path,
+    cache_path: PathBuf,
+    seeds: u64,
+    budget: usize,
+    strategies: &[Strategy],
+) {
     let task = root.join("tasks/matmul-c");
     let min_gain = polymorph::task::Task::load(&task).unwrap().metric.min_gain;
     let cache = Cache::load(&cache_path).unwrap();
@@ -212,12 +246,13 @@ async fn main() {
         .unwrap();
     let near = truth.values().filter(|v| **v >= 0.95 * best).count();
     println!(
-        "search benchmark: {} ({} assignments, {} samples each, recorded on {}); the best {best_key} at {best:.3} {}, {near} within 95% of it",
+        "search benchmark: {} ({} assignments, {} samples each, recorded on {}); the best {best_key} at {best:.3} {}, {near} within 95% of it; min_gain {:.0}%",
         cache_path.file_name().unwrap().to_string_lossy(),
         truth.len(),
         cache.samples_per_tree,
         cache.machine,
-        cache.metric
+        cache.metric,
+        min_gain * 100.0
     );
     println!(
         "the best is still the best in {:.0}% of bootstrap resamples of the cache's own samples",
@@ -250,13 +285,7 @@ async fn main() {
         truth,
         best_key,
     };
-    let strategies: Vec<Strategy> = args
-        .get(3)
-        .map_or("hill,random,model", String::as_str)
-        .split(',')
-        .map(|s| s.parse().unwrap())
-        .collect();
-    for strategy in strategies {
+    for &strategy in strategies {
         let started = std::time::Instant::now();
         let mut outcomes = Vec::new();
         for seed in 0..seeds {
@@ -297,11 +326,4 @@ async fn main() {
         let ends: Vec<String> = ends.iter().map(|(q, n)| format!("{q} x{n}")).collect();
         println!("         ended on (quality x seeds): {}", ends.join(", "));
     }
-    println!(
-        "best found: seeds that evaluated the best; procs: median bench processes (both sides of every pair) until then, over those seeds;"
-    );
-    println!(
-        "incumbent: seeds ending with the best accepted; within gain: ending within min_gain ({:.0}%) of it, closer than the judge resolves; quality: the final incumbent's true score over the best's (median, worst)",
-        min_gain * 100.0
-    );
 }

@@ -8,7 +8,7 @@ use super::remote::Pool;
 use super::remote::wire::{
     Job, Op, Outcome, PROTOCOL, VERSION, WireEvaluation, WireTree, WireWorkload,
 };
-use crate::measure::{Decision, Judge, Sample};
+use crate::measure::{Decision, Judge, Sample, Spread};
 use crate::record::Stage;
 use crate::task::Resolved;
 use agent::Proposal;
@@ -18,6 +18,8 @@ use sandbox::{CancelFlag, FileTree, Limits};
 pub struct Evaluator<'a> {
     incumbent: FileTree,
     place: Place<'a>,
+    /// The noise of a pair's gain against the incumbent, for the judge's screens.
+    spread: Spread,
 }
 
 enum Place<'a> {
@@ -78,6 +80,7 @@ impl<'a> Evaluator<'a> {
                 harness: Box::new(harness),
                 built: None,
             },
+            spread: Spread::default(),
         }
     }
 
@@ -90,6 +93,7 @@ impl<'a> Evaluator<'a> {
                 r,
                 cancel,
             },
+            spread: Spread::default(),
         }
     }
 
@@ -105,6 +109,7 @@ impl<'a> Evaluator<'a> {
             })?);
         }
         self.incumbent = tree;
+        self.spread = Spread::default();
         Ok(())
     }
 
@@ -128,9 +133,13 @@ impl<'a> Evaluator<'a> {
                 let mut out = Vec::new();
                 for p in proposals {
                     keep_intact(harness, inc)?;
-                    out.push(tokio::task::block_in_place(|| {
-                        harness.evaluate(p, inc, judge)
-                    }));
+                    let judge = Judge {
+                        spread: self.spread.sd(),
+                        ..*judge
+                    };
+                    let ev = tokio::task::block_in_place(|| harness.evaluate(p, inc, &judge));
+                    self.spread.add(&ev.pairs);
+                    out.push(ev);
                 }
                 Ok(out)
             }
@@ -185,6 +194,7 @@ impl<'a> Evaluator<'a> {
         if let Some(t) = &ev.tree {
             self.incumbent = t.clone();
         }
+        self.spread.restart();
         if let Place::Local { built, .. } = &mut self.place
             && let Some(b) = ev.built.take()
         {

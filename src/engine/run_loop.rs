@@ -151,6 +151,7 @@ impl<'a> Loop<'a> {
                 metric: &task.metric,
                 settings: &task.judge,
                 reference: self.hand_score,
+                spread: None,
             };
             let mut evs = self.exec.evaluate(&batch, &judge)?;
             let slowest = evs.iter().map(|e| e.process_seconds).fold(0.0, f64::max);

@@ -6,7 +6,7 @@
 
 use super::metric::{JudgeSettings, Metric, case_gains, log_gain, pct, pct_interval};
 use super::sample::Sample;
-use super::screen::screened_out;
+use super::screen::{first_pair_out, screened_out};
 use super::sequential::level_at;
 use super::stats::{Interval, median, signed_rank_interval, signed_rank_interval_tails};
 use super::text_enum::text_enum;
@@ -60,6 +60,10 @@ pub struct Judge<'a> {
     /// The hand-tuned baseline's score in this context, when known: a gain is implausible only
     /// when it is far beyond both the incumbent and this.
     pub reference: Option<f64>,
+    /// The spread of one pair's gain against the current incumbent (a standard deviation of
+    /// log ratios, from `Spread`), once enough pairs are known: a candidate whose first pair is
+    /// far under the gain asked for is then dropped after it (`screen::first_pair_out`).
+    pub spread: Option<f64>,
 }
 
 impl Judge<'_> {
@@ -104,6 +108,14 @@ impl Judge<'_> {
             {
                 return early(Verdict::Rejected, reason);
             }
+            if n == 1
+                && n < self.settings.screen_pairs
+                && let Some(reason) = self
+                    .spread
+                    .and_then(|sd| first_pair_out(self.metric, gains[0], sd))
+            {
+                return early(Verdict::Rejected, reason);
+            }
             return Decision::Continue;
         }
         let Some(gain) = signed_rank_interval(&gains, self.settings.confidence) else {
@@ -119,28 +131,8 @@ impl Judge<'_> {
             .unwrap_or(Decision::Continue)
     }
 
-    /// Like `decide`, for a screen-only candidate: one that screening does not drop ends after
-    /// the screening pairs as a held contender, recorded as rejected and never accepted (the
-    /// search's race sends its leader to the full judgement, in fresh pairs, as a new candidate).
-    pub fn screen(&self, pairs: &[(Sample, Sample)]) -> Decision {
-        let decision = self.decide(pairs);
-        let n = pairs.len();
-        if decision != Decision::Continue || n < self.settings.screen_pairs.max(1) {
-            return decision;
-        }
-        let (inc_scores, cand_scores, gains) = self.scores(pairs);
-        Decision::Done {
-            verdict: Verdict::Rejected,
-            reason: format!(
-                "{HELD}: {} over the incumbent in {n} pairs (median); a contender of the search's race, judged in full only if it leads",
-                pct(median(&gains))
-            ),
-            summary: self.early_summary(&inc_scores, &cand_scores, &gains),
-        }
-    }
-
     /// Each pair's incumbent score, candidate score and gain (in the metric's direction).
-    fn scores(&self, pairs: &[(Sample, Sample)]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    pub(super) fn scores(&self, pairs: &[(Sample, Sample)]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         let inc: Vec<f64> = pairs.iter().map(|(a, _)| a.score()).collect();
         let cand: Vec<f64> = pairs.iter().map(|(_, b)| b.score()).collect();
         let gains = inc
@@ -153,7 +145,7 @@ impl Judge<'_> {
 
     /// The numbers behind a decision before the sequential design has enough pairs: an interval
     /// at whatever level the pairs reach, else the median alone.
-    fn early_summary(&self, inc: &[f64], cand: &[f64], gains: &[f64]) -> Summary {
+    pub(super) fn early_summary(&self, inc: &[f64], cand: &[f64], gains: &[f64]) -> Summary {
         let at = median(gains);
         Summary {
             gain: signed_rank_interval(gains, self.settings.confidence).unwrap_or(Interval {
@@ -344,6 +336,7 @@ mod tests {
             metric: &m,
             settings: &s,
             reference,
+            spread: None,
         })
         .decide(p)
         {
@@ -441,6 +434,7 @@ mod tests {
             metric: &m,
             settings: &s,
             reference: None,
+            spread: None,
         };
         // A subnormal time on a minimize task: incumbent / candidate overflows to infinity.
         let p = vec![(sample(100.0, 100.0), sample(5e-324, 5e-324)); 3];
@@ -468,6 +462,7 @@ mod tests {
             metric: &m,
             settings: &s,
             reference: None,
+            spread: None,
         };
         let mut fast = sample(130.0, 101.0);
         fast.limit = Some(120.0);

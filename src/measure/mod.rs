@@ -14,4 +14,5 @@ pub(crate) mod text_enum;
 pub use judge::{Decision, HELD, Judge, Summary, Verdict};
 pub use metric::{Direction, JudgeSettings, Metric, log_gain, pct, pct_interval};
 pub use sample::{Sample, SampleSide, median_score, parse_sample, same_cases};
+pub use screen::Spread;
 pub use stats::{Interval, geomean, median, signed_rank_interval, signed_rank_interval_tails};

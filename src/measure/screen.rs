@@ -1,9 +1,99 @@
 //! Screening: after a few pairs, a candidate with no sign of the gain the judge asks for is
 //! dropped without the rest of its pairs. It only ever rejects early; acceptance still needs the
-//! full sequential judgement, so screening cannot raise the false-acceptance rate.
+//! full sequential judgement, so screening cannot raise the false-acceptance rate. A candidate
+//! whose first pair is further under that gain than the noise of the pairs measured against
+//! the incumbent explains is dropped after that one pair.
 
+use super::judge::{Decision, HELD, Judge, Verdict};
 use super::metric::{Metric, case_gains, pct};
 use super::sample::Sample;
+use super::stats::median;
+
+/// How many spreads of one pair's gain a candidate's first pair must fall under the gain the
+/// judge asks for to be dropped after it.
+const FAR: f64 = 3.0;
+/// Degrees of freedom (pairs beyond each evaluation's first) needed before the spread is used.
+const MIN_DF: usize = 8;
+
+/// The noise of one pair's gain, pooled over the evaluations against the current incumbent:
+/// each evaluation's pair gains (log ratios) about their own mean, so that a candidate's real
+/// difference from the incumbent does not count as noise, while both sides' noise and slow
+/// drift do.
+#[derive(Debug, Default)]
+pub struct Spread {
+    sum_sq: f64,
+    df: usize,
+    /// The last evaluation's share, which a new incumbent starts from.
+    last: (f64, usize),
+}
+
+impl Spread {
+    pub fn add(&mut self, pairs: &[(Sample, Sample)]) {
+        let gains: Vec<f64> = pairs
+            .iter()
+            .map(|(a, b)| (b.score() / a.score()).ln())
+            .filter(|g| g.is_finite())
+            .collect();
+        self.last = (0.0, 0);
+        if gains.len() < 2 {
+            return;
+        }
+        let mean = gains.iter().sum::<f64>() / gains.len() as f64;
+        let sum_sq = gains.iter().map(|g| (g - mean).powi(2)).sum::<f64>();
+        self.last = (sum_sq, gains.len() - 1);
+        self.sum_sq += sum_sq;
+        self.df += gains.len() - 1;
+    }
+
+    /// The last evaluation added made a new incumbent: the pooled noise starts again from it.
+    pub fn restart(&mut self) {
+        (self.sum_sq, self.df) = self.last;
+    }
+
+    /// The standard deviation of one pair's gain, once enough pairs are pooled.
+    pub fn sd(&self) -> Option<f64> {
+        (self.df >= MIN_DF).then(|| (self.sum_sq / self.df as f64).sqrt())
+    }
+}
+
+impl Judge<'_> {
+    /// Like `decide`, for a screen-only candidate: one that screening does not drop ends after
+    /// the screening pairs as a held contender, recorded as rejected and never accepted (the
+    /// search's race sends its leader to the full judgement, in fresh pairs, as a new candidate).
+    pub fn screen(&self, pairs: &[(Sample, Sample)]) -> Decision {
+        let decision = self.decide(pairs);
+        let n = pairs.len();
+        if decision != Decision::Continue || n < self.settings.screen_pairs.max(1) {
+            return decision;
+        }
+        let (inc_scores, cand_scores, gains) = self.scores(pairs);
+        Decision::Done {
+            verdict: Verdict::Rejected,
+            reason: format!(
+                "{HELD}: {} over the incumbent in {n} pairs (median); a contender of the search's race, judged in full only if it leads",
+                pct(median(&gains))
+            ),
+            summary: self.early_summary(&inc_scores, &cand_scores, &gains),
+        }
+    }
+}
+
+/// Why a candidate is dropped after its first pair (`gain`, a log ratio), given `spread`, the
+/// standard deviation of a pair's gain against this incumbent: that pair is more than `FAR`
+/// spreads under the gain the judge asks for.
+pub fn first_pair_out(metric: &Metric, gain: f64, spread: f64) -> Option<String> {
+    let margin = FAR * spread;
+    let threshold = (1.0 + metric.min_gain).ln();
+    (gain + margin < threshold).then(|| {
+        format!(
+            "{} in screening: its first pair was {}, under the {} asked for by more than the noise of its pairs explains ({FAR} sd of a pair's gain: {:.1}%)",
+            if gain < 0.0 { "slower" } else { "no gain" },
+            pct(gain),
+            pct(threshold),
+            margin * 100.0
+        )
+    })
+}
 
 /// Why screening drops a candidate after `pairs`: no pair showed the gain `min_gain` asks for,
 /// or one case lost beyond `case_tolerance` in every pair (the per-case guard would refuse it).
@@ -75,6 +165,7 @@ mod tests {
             metric: &m,
             settings: &s,
             reference: None,
+            spread: None,
         }
         .decide(pairs)
     }
@@ -144,6 +235,7 @@ mod tests {
             metric: &m,
             settings: &s,
             reference: None,
+            spread: None,
         };
         let clear: Vec<_> = (0..2).map(|_| pair((10.0, 10.0), (13.0, 13.0))).collect();
         assert_eq!(judge.screen(&clear[..1]), Decision::Continue);
@@ -168,5 +260,68 @@ mod tests {
             pair((10.0, 10.0), (9.5, 9.4)),
         ];
         assert!(reason(judge.screen(&slower)).starts_with("slower in screening"));
+    }
+
+    #[test]
+    fn a_first_pair_far_under_the_gain_asked_for_drops_the_candidate_after_it() {
+        let (m, s) = (metric(), settings());
+        let judge = |spread| Judge {
+            metric: &m,
+            settings: &s,
+            reference: None,
+            spread,
+        };
+        // 3 sd of a pair's gain: 6%.
+        let sure = judge(Some(0.02));
+        let at = |gain: f64| [pair((10.0, 10.0), (10.0 * gain, 10.0 * gain))];
+        let slower = reason(sure.decide(&at(0.9)));
+        assert!(
+            slower.starts_with("slower in screening: its first pair was -10.0%, under the +2.0% asked for by more than the noise of its pairs explains (3 sd of a pair's gain: 6.0%)"),
+            "{slower}"
+        );
+        // A screen-only candidate too.
+        assert!(reason(sure.screen(&at(0.9))).starts_with("slower in screening: its first"));
+        // Within the noise of the threshold, or with the noise not known yet, the screen goes
+        // on to its second pair.
+        assert_eq!(sure.decide(&at(0.99)), Decision::Continue);
+        assert_eq!(sure.screen(&at(0.99)), Decision::Continue);
+        assert_eq!(judge(None).decide(&at(0.5)), Decision::Continue);
+        // With screening off, nothing ends before min_pairs.
+        let off = JudgeSettings {
+            screen_pairs: 0,
+            ..settings()
+        };
+        let unscreened = Judge {
+            metric: &m,
+            settings: &off,
+            reference: None,
+            spread: Some(0.02),
+        };
+        assert_eq!(unscreened.decide(&at(0.5)), Decision::Continue);
+    }
+
+    #[test]
+    fn the_spread_pools_each_evaluation_s_pairs_about_their_own_mean() {
+        let mut spread = Spread::default();
+        // Two evaluations of four pairs, at +0% and +50%, each off by ±1% per pair.
+        let evaluation = |base: f64| -> Vec<(Sample, Sample)> {
+            [1.01, 0.99, 1.01, 0.99]
+                .iter()
+                .map(|w| pair((10.0, 10.0), (10.0 * base * w, 10.0 * base * w)))
+                .collect()
+        };
+        spread.add(&evaluation(1.0));
+        assert_eq!(spread.sd(), None, "3 degrees of freedom are too few");
+        spread.add(&evaluation(1.5));
+        spread.add(&evaluation(1.0));
+        let sd = spread.sd().unwrap_or(0.0);
+        // The candidates' difference (+50%) is no noise: a pair's sd is about 1.15%.
+        assert!((sd - 0.0115).abs() < 0.0005, "{sd}");
+        // A new incumbent starts again from the evaluation that made it one.
+        spread.restart();
+        assert_eq!(spread.sd(), None);
+        spread.add(&evaluation(1.0));
+        spread.add(&evaluation(1.0));
+        assert!(spread.sd().is_some());
     }
 }

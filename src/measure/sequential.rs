@@ -101,6 +101,7 @@ pub fn simulate(
         metric,
         settings,
         reference: None,
+        spread: None,
     };
     let sample = |v: f64| Sample {
         cases: std::collections::BTreeMap::from([("c".to_string(), v)]),

@@ -145,6 +145,7 @@ fn run_job(job: &Job, cancel: CancelFlag) -> Result<Reply> {
                 metric: &r.task.metric,
                 settings: &r.task.judge,
                 reference: *reference,
+                spread: None,
             };
             match h.prepare(incumbent.to_tree()?) {
                 Err(f) => Outcome::TaskError(format!(
