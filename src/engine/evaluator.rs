@@ -194,7 +194,7 @@ impl<'a> Evaluator<'a> {
         if let Some(t) = &ev.tree {
             self.incumbent = t.clone();
         }
-        self.spread.restart();
+        self.spread.restart(&ev.pairs);
         if let Place::Local { built, .. } = &mut self.place
             && let Some(b) = ev.built.take()
         {

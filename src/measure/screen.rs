@@ -23,8 +23,6 @@ const MIN_DF: usize = 8;
 pub struct Spread {
     sum_sq: f64,
     df: usize,
-    /// The last evaluation's share, which a new incumbent starts from.
-    last: (f64, usize),
 }
 
 impl Spread {
@@ -34,20 +32,18 @@ impl Spread {
             .map(|(a, b)| (b.score() / a.score()).ln())
             .filter(|g| g.is_finite())
             .collect();
-        self.last = (0.0, 0);
         if gains.len() < 2 {
             return;
         }
         let mean = gains.iter().sum::<f64>() / gains.len() as f64;
-        let sum_sq = gains.iter().map(|g| (g - mean).powi(2)).sum::<f64>();
-        self.last = (sum_sq, gains.len() - 1);
-        self.sum_sq += sum_sq;
+        self.sum_sq += gains.iter().map(|g| (g - mean).powi(2)).sum::<f64>();
         self.df += gains.len() - 1;
     }
 
-    /// The last evaluation added made a new incumbent: the pooled noise starts again from it.
-    pub fn restart(&mut self) {
-        (self.sum_sq, self.df) = self.last;
+    /// A new incumbent: the pooled noise starts again from the judgement that made it one.
+    pub fn restart(&mut self, pairs: &[(Sample, Sample)]) {
+        *self = Spread::default();
+        self.add(pairs);
     }
 
     /// The standard deviation of one pair's gain, once enough pairs are pooled.
@@ -318,7 +314,7 @@ mod tests {
         // The candidates' difference (+50%) is no noise: a pair's sd is about 1.15%.
         assert!((sd - 0.0115).abs() < 0.0005, "{sd}");
         // A new incumbent starts again from the evaluation that made it one.
-        spread.restart();
+        spread.restart(&evaluation(1.5));
         assert_eq!(spread.sd(), None);
         spread.add(&evaluation(1.0));
         spread.add(&evaluation(1.0));
