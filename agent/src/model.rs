@@ -7,7 +7,7 @@
 //! neighbour of the incumbent and of the best measured and draws from the density of the best
 //! quarter measured (a Parzen estimate, as in TPE).
 //! Where screening is honoured, proposals race (race.rs): contenders are only screened, and the
-//! leader is judged in full.
+//! leader is judged in full once its untried one-step neighbours have been screened too.
 
 use crate::features::{Features, indices};
 use crate::race::{Race, Step};
@@ -39,6 +39,9 @@ const NEIGHBOUR: f64 = 0.5;
 /// Spaces of at most this many assignments are enumerated once: the surrogate's hope for a race
 /// is then taken over every fresh assignment, and its effects can follow an algorithm choice.
 const MAX_ENUMERATED: usize = 4_096;
+/// A race's leader this many times better than the incumbent (in screening) is judged in full
+/// without first screening its neighbours.
+const BIG_STEP: f64 = 2.0;
 /// Objective lost per unit of log-ratio by which a case falls past the tolerance.
 const PENALTY: f64 = 4.0;
 
@@ -227,6 +230,40 @@ impl ModelProposer {
         }
     }
 
+    /// Before a race's leader (`screened`: its objective in screening) is judged in full, the
+    /// fresh assignments one declared value away from it on one knob are screened, the most
+    /// promising first: the surrogate's hope for them can be wrong, and once the leader is the
+    /// incumbent, a neighbour a few percent ahead of it is too close to `min_gain` to confirm.
+    /// None when the run has no candidates to spare, or when the leader is more than `BIG_STEP`
+    /// ahead of the incumbent: a step that large is seldom the last, the next race screens
+    /// around it, and screening each first race's neighbours too cost more than it found.
+    fn unscreened_neighbour(
+        &mut self,
+        leader: &Params,
+        screened: f64,
+        ranked: &[(f64, Params)],
+        ctx: &ProposalContext,
+    ) -> Option<Params> {
+        if ctx.remaining.is_some_and(|r| r <= 2) || screened > BIG_STEP.ln() {
+            return None;
+        }
+        let flags = self.fresh_flags(ctx);
+        let near: Vec<Params> = self
+            .space
+            .adjacent(leader)
+            .into_iter()
+            .filter(|p| self.is_fresh(&flags, p, ctx))
+            .collect();
+        if near.is_empty() {
+            return None;
+        }
+        let model = Surrogate::fit(&self.space, &self.features, ranked);
+        near.into_iter()
+            .map(|p| (model.optimistic(&self.space, &self.features, &p), p))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, p)| p)
+    }
+
     fn random_fresh(&mut self, ctx: &ProposalContext) -> Option<Params> {
         (0..MAX_DRAWS)
             .map(|_| self.space.random(&mut self.rng))
@@ -366,6 +403,17 @@ impl Proposer for ModelProposer {
                 .step(ctx, &ranked, threshold, p.is_some().then_some(hope))
             {
                 Step::Confirm(leader, screened) => {
+                    if let Some(next) = self.unscreened_neighbour(&leader, screened, &ranked, ctx) {
+                        return Ok(Some(Proposal {
+                            note: Some(
+                                "a one-step neighbour of the race's leader, screened before the leader is judged in full".into(),
+                            ),
+                            origin: SCREEN_ORIGIN.to_string(),
+                            change: ProposedChange::Params(next),
+                            usage: None,
+                            screen_only: true,
+                        }));
+                    }
                     return Ok(Some(Proposal {
                         note: Some(format!(
                             "the race's leader ({:+.1}% on the incumbent in screening, the best of its contenders), judged in full",

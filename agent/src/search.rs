@@ -155,9 +155,25 @@ impl ParamSpace {
     /// Every valid assignment one knob away from `base` (any other declared value), and, where
     /// that breaks a constraint, the repairs that also change one other knob.
     pub(crate) fn neighbours(&self, base: &Params) -> Vec<Params> {
+        self.one_knob(base, |_, _| true)
+    }
+
+    /// As `neighbours`, with each knob moved only to the values declared next to its own.
+    pub(crate) fn adjacent(&self, base: &Params) -> Vec<Params> {
+        self.one_knob(base, |from, to| from.is_none_or(|f| f.abs_diff(to) == 1))
+    }
+
+    /// The valid assignments that move one knob of `base` from its value's index (if declared) to
+    /// an index `step` allows, with a repair of one other knob where that breaks a constraint.
+    fn one_knob(&self, base: &Params, step: impl Fn(Option<usize>, usize) -> bool) -> Vec<Params> {
         let mut out = Vec::new();
         for (k, vals) in &self.values {
-            for v in vals.iter().filter(|v| base.get(k) != Some(*v)) {
+            let from = base.get(k).and_then(|v| vals.iter().position(|x| x == v));
+            for (_, v) in vals
+                .iter()
+                .enumerate()
+                .filter(|(i, v)| base.get(k) != Some(*v) && step(from, *i))
+            {
                 let mut p = base.clone();
                 p.insert(k.clone(), v.clone());
                 if self.is_valid(&p) {
@@ -406,6 +422,22 @@ mod tests {
             let p = s.local(&base, &mut rng);
             assert!(s.invalid(&p).is_none(), "{p:?}");
         }
+    }
+
+    #[test]
+    fn adjacent_moves_one_knob_to_a_declared_neighbour_and_repairs_what_breaks() {
+        let s = space();
+        let p = |a: i64, b: i64| {
+            Params::from([
+                ("A".to_string(), Value::from(a)),
+                ("B".to_string(), Value::from(b)),
+            ])
+        };
+        // From A = 1, B = 1: A = 2 is next to it, 4 is not; B = 0. A = 4 would need B = 0.
+        assert_eq!(s.adjacent(&p(1, 1)), vec![p(2, 1), p(1, 0)]);
+        // From A = 2, B = 1 the move to A = 4 breaks the constraint and is repaired.
+        assert_eq!(s.adjacent(&p(2, 1)), vec![p(1, 1), p(4, 0), p(2, 0)]);
+        assert_eq!(s.neighbours(&p(1, 1)).len(), 3);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use super::*;
 use serde_json::Value;
+use std::collections::HashSet;
 
 fn space() -> ParamSpace {
     let values = BTreeMap::from([
@@ -282,4 +283,66 @@ fn an_assignment_measured_twice_is_ranked_once_on_its_average() {
     assert_eq!(ranked[1].1, lucky);
     let mean = ((1.30f64).ln() + (1.02f64).ln()) / 2.0;
     assert!((ranked[1].0 - mean).abs() < 1e-12, "{ranked:?}");
+}
+
+/// Runs a race in which `leader` is screened at `gain` over the start and every other
+/// screen measures flat, until an assignment is judged in full; returns it, the assignments
+/// screened and how many were screened as the leader's neighbours.
+async fn race_to_confirm(leader: &Params, gain: f64) -> (Params, HashSet<String>, usize) {
+    let mut m = ModelProposer::new(space(), 3, goal(true));
+    let flat = BTreeMap::from([("x".to_string(), 100.0), ("y".to_string(), 100.0)]);
+    let seen = |p: &Params, v: f64| Observation {
+        params: p.clone(),
+        candidate: flat.iter().map(|(c, x)| (c.clone(), x * v)).collect(),
+        incumbent: flat.clone(),
+        screened_only: true,
+    };
+    let mut ctx = ProposalContext {
+        incumbent_params: Some(start()),
+        observations: vec![seen(leader, gain)].into(),
+        tried_params: HashSet::from([crate::params_key(leader)]),
+        can_screen: true,
+        remaining: Some(100),
+        ..ProposalContext::default()
+    };
+    let mut near = 0;
+    for _ in 0..60 {
+        let Some(Proposal {
+            change: ProposedChange::Params(p),
+            screen_only,
+            note,
+            ..
+        }) = m.next(&ctx).await.unwrap_or(None)
+        else {
+            break;
+        };
+        if !screen_only {
+            return (p, ctx.tried_params, near);
+        }
+        if note.is_some_and(|n| n.starts_with("a one-step neighbour")) {
+            assert!(m.space.adjacent(leader).contains(&p), "{p:?}");
+            near += 1;
+        }
+        assert!(
+            ctx.tried_params.insert(crate::params_key(&p)),
+            "{p:?} twice"
+        );
+        std::sync::Arc::make_mut(&mut ctx.observations).push(seen(&p, 1.0));
+    }
+    panic!("the race never judged anything in full")
+}
+
+#[tokio::test]
+async fn a_leader_s_untried_neighbours_are_screened_before_it_is_judged_in_full() {
+    let leader = assignment(&[("A", 3), ("B", 1), ("C", 2)]);
+    let (confirmed, tried, near) = race_to_confirm(&leader, 1.10).await;
+    assert_eq!(confirmed, leader);
+    for p in space().adjacent(&leader) {
+        assert!(tried.contains(&crate::params_key(&p)), "{p:?} untried");
+    }
+    assert!(near > 0);
+    // A leader twice as fast as the incumbent is judged without that: the next race, around
+    // it, screens its neighbours against it.
+    let (confirmed, _, near) = race_to_confirm(&leader, 3.0).await;
+    assert_eq!((confirmed, near), (leader, 0));
 }
