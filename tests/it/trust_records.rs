@@ -83,6 +83,15 @@ fn a_person_releases_or_dismisses_a_quarantined_candidate() {
         "min_gain = 0.02",
         "min_gain = 0.02\nplausible_factor = 1.3",
     );
+    // The two quarantined candidates are the fixture, not the test: each gets the full
+    // judgement, with no early rejection after pairs that a loaded machine (the whole suite on 2
+    // cores) slowed.
+    let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
+    std::fs::write(
+        task.join("task.toml"),
+        toml + "\n[judge]\nscreen_pairs = 0\nmax_pairs = 40\n",
+    )
+    .unwrap();
     let lines = [
         files_line("impl.sh", &closed_form(), "closed form"),
         files_line(
@@ -98,7 +107,11 @@ fn a_person_releases_or_dismisses_a_quarantined_candidate() {
         "--proposer",
         &format!("replay:{}", replay.display()),
     ]);
-    assert_eq!(report["quarantined"], 2, "{report}");
+    let reasons = env.json(&[
+        "query",
+        "SELECT verdict, reason FROM evaluations ORDER BY candidate_id",
+    ]);
+    assert_eq!(report["quarantined"], 2, "{report}\n{reasons}");
     let ids = env.json(&["query", "SELECT c.id FROM candidates c ORDER BY c.id"]);
     let (first, second) = (ids[0]["id"].to_string(), ids[1]["id"].to_string());
     env.cmd()
