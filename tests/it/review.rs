@@ -224,6 +224,7 @@ fn history_filters_and_query_views_answer_the_common_questions() {
     };
     assert_eq!(count(&["--verdict", "accepted"]), 1);
     assert_eq!(count(&["--verdict", "quarantined"]), 0);
+    assert_eq!(count(&["--verdict", "held"]), 0);
     assert_eq!(count(&["--context", &ctx]), 1);
     assert_eq!(count(&["--context", "000000000000"]), 0);
     assert_eq!(count(&["--since", "1h"]), 1);

@@ -181,6 +181,13 @@ fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
     assert_eq!(report["held"], held, "{report}");
     let history = env.json(&["history"]);
     assert_eq!(history[0]["held"], held, "{history}");
+    let runs_with = |v: &str| {
+        env.json(&["history", "--verdict", v])
+            .as_array()
+            .map(Vec::len)
+    };
+    assert_eq!(runs_with("held"), Some(1));
+    assert_eq!(runs_with("quarantined"), Some(0));
     assert_eq!(history[0]["rejected"], report["rejected"], "{history}");
     assert!(report["accepted"].as_u64().unwrap() >= 1, "{report}");
 }
