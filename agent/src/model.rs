@@ -63,6 +63,8 @@ struct Modelled {
     /// The best objective the surrogate hopes for from a fresh assignment (any, where the space
     /// was enumerated, else one of the pool): expected, plus the bonus for effects never measured.
     hope: f64,
+    /// The surrogate it was chosen by.
+    model: Surrogate,
 }
 
 pub struct ModelProposer {
@@ -238,27 +240,20 @@ impl ModelProposer {
     /// ahead of the incumbent: a step that large is seldom the last, the next race screens
     /// around it, and screening each first race's neighbours too cost more than it found.
     fn unscreened_neighbour(
-        &mut self,
+        &self,
         leader: &Params,
         screened: f64,
-        ranked: &[(f64, Params)],
+        model: &Surrogate,
+        flags: &[bool],
         ctx: &ProposalContext,
     ) -> Option<Params> {
         if ctx.remaining.is_some_and(|r| r <= 2) || screened > BIG_STEP.ln() {
             return None;
         }
-        let flags = self.fresh_flags(ctx);
-        let near: Vec<Params> = self
-            .space
+        self.space
             .adjacent(leader)
             .into_iter()
-            .filter(|p| self.is_fresh(&flags, p, ctx))
-            .collect();
-        if near.is_empty() {
-            return None;
-        }
-        let model = Surrogate::fit(&self.space, &self.features, ranked);
-        near.into_iter()
+            .filter(|p| self.is_fresh(flags, p, ctx))
             .map(|p| (model.optimistic(&self.space, &self.features, &p), p))
             .max_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, p)| p)
@@ -281,20 +276,20 @@ impl ModelProposer {
         ranked: &[(f64, Params)],
         ctx: &ProposalContext,
         base: Option<&Params>,
+        flags: &[bool],
     ) -> Option<Modelled> {
         if ranked.is_empty() {
             return None;
         }
         let n_good = ((ranked.len() as f64 * GOOD_SHARE).ceil() as usize).clamp(1, ranked.len());
         let good: Vec<&Params> = ranked[..n_good].iter().map(|(_, p)| p).collect();
-        let flags = self.fresh_flags(ctx);
         let mut pool: Vec<Params> = Vec::new();
         if !self.rng.random_bool(EXPLORE_RATE)
             && let Some(inc) = base.or(ctx.incumbent_params.as_ref())
         {
             for _ in 0..LOCAL_MOVES {
                 let p = self.space.local(inc, &mut self.rng);
-                if self.is_fresh(&flags, &p, ctx) && !pool.contains(&p) {
+                if self.is_fresh(flags, &p, ctx) && !pool.contains(&p) {
                     pool.push(p);
                 }
             }
@@ -306,7 +301,7 @@ impl ModelProposer {
                     self.space
                         .neighbours(base)
                         .into_iter()
-                        .filter(|p| self.is_fresh(&flags, p, ctx)),
+                        .filter(|p| self.is_fresh(flags, p, ctx)),
                 );
             }
             let l = self.density(&good);
@@ -316,7 +311,7 @@ impl ModelProposer {
                     break;
                 }
                 let p = self.draw(&l);
-                if self.is_fresh(&flags, &p, ctx) {
+                if self.is_fresh(flags, &p, ctx) {
                     found += 1;
                     pool.push(p);
                 }
@@ -335,7 +330,7 @@ impl ModelProposer {
             .valid
             .iter()
             .flatten()
-            .zip(&flags)
+            .zip(flags)
             .filter(|(_, fresh)| **fresh)
         {
             if let Some(h) = everywhere.as_mut() {
@@ -374,6 +369,7 @@ impl ModelProposer {
                 params: p,
                 how,
                 hope,
+                model,
             })
     }
 }
@@ -391,8 +387,10 @@ impl Proposer for ModelProposer {
     async fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
         let ranked = self.ranked(ctx);
         let base = self.race.leader(&ranked).cloned();
-        let (p, how, hope) = match self.modelled(&ranked, ctx, base.as_ref()) {
-            Some(m) => (Some(m.params), m.how, m.hope),
+        let flags = self.fresh_flags(ctx);
+        let modelled = self.modelled(&ranked, ctx, base.as_ref(), &flags);
+        let (p, how, hope) = match &modelled {
+            Some(m) => (Some(m.params.clone()), m.how, m.hope),
             None => (self.random_fresh(ctx), "explore", f64::INFINITY),
         };
         let mut screen_only = false;
@@ -403,7 +401,9 @@ impl Proposer for ModelProposer {
                 .step(ctx, &ranked, threshold, p.is_some().then_some(hope))
             {
                 Step::Confirm(leader, screened) => {
-                    if let Some(next) = self.unscreened_neighbour(&leader, screened, &ranked, ctx) {
+                    if let Some(next) = modelled.as_ref().and_then(|m| {
+                        self.unscreened_neighbour(&leader, screened, &m.model, &flags, ctx)
+                    }) {
                         return Ok(Some(Proposal {
                             note: Some(
                                 "a one-step neighbour of the race's leader, screened before the leader is judged in full".into(),
