@@ -66,12 +66,7 @@ impl Env {
     /// benchmarks run for a while (for tests that interrupt one).
     pub fn spin_without_screening(&self) -> PathBuf {
         let task = self.task("spin");
-        let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
-        std::fs::write(
-            task.join("task.toml"),
-            toml + "\n[judge]\nscreen_pairs = 0\n",
-        )
-        .unwrap();
+        set_judge(&task, "screen_pairs = 0");
         task
     }
 
@@ -130,12 +125,7 @@ impl Env {
         std::fs::write(task.join("params.h"), "#define PAD_PERMILLE 800\n").unwrap();
         // These entries are the fixture, not the test: no early rejection after two pairs that a
         // loaded machine (the whole suite on 2 cores) slowed, only the full judgement.
-        let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
-        std::fs::write(
-            task.join("task.toml"),
-            toml + "\n[judge]\nscreen_pairs = 0\nmax_pairs = 40\n",
-        )
-        .unwrap();
+        set_judge(&task, "screen_pairs = 0\nmax_pairs = 40");
         let lines: Vec<String> = pads
             .iter()
             .map(|p| serde_json::json!({ "files": { "params.h": format!("#define PAD_PERMILLE {p}\n") } }).to_string())
@@ -183,6 +173,18 @@ pub fn files_line(path: &str, content: &str, note: &str) -> String {
     serde_json::json!({ "files": { path: content }, "note": note }).to_string()
 }
 
+/// Gives a test's task (whose task.toml has no `[judge]` table) these `[judge]` settings.
+pub fn set_judge(task: &Path, settings: &str) {
+    let toml = task.join("task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    assert!(
+        !text.contains("[judge]"),
+        "{}: already has [judge]",
+        toml.display()
+    );
+    std::fs::write(&toml, format!("{text}\n[judge]\n{settings}\n")).unwrap();
+}
+
 /// Replaces `from` with `to` in a file of a test's task. A pattern that is not there fails the
 /// test, so a fixture edited later cannot quietly make a test check nothing.
 pub fn edit(path: &Path, from: &str, to: &str) {
@@ -195,8 +197,6 @@ pub fn edit(path: &Path, from: &str, to: &str) {
     std::fs::write(path, text.replace(from, to)).unwrap();
 }
 
-/// Says on the real stderr, which the test harness does not capture (so CI's log shows it),
-/// that a guarantee was not tested on this machine.
 /// `git` in the repository at `dir` (a bare one too): its output; a failure fails the test.
 pub fn git_in(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
@@ -213,6 +213,8 @@ pub fn git_in(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Says on the real stderr, which the test harness does not capture (so CI's log shows it),
+/// that a guarantee was not tested on this machine.
 pub fn skipped(why: &str) {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr(), "skipped: {why}");

@@ -2,7 +2,7 @@
 //! named and stops the run, a quarantined candidate can be released or dismissed by a person,
 //! warm starts carry a neighbour's whole tree, and `best` says whether its entry was approved.
 
-use crate::common::{Env, edit, files_line};
+use crate::common::{Env, edit, files_line, set_judge};
 use predicates::str::contains;
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -86,12 +86,7 @@ fn a_person_releases_or_dismisses_a_quarantined_candidate() {
     // The two quarantined candidates are the fixture, not the test: each gets the full
     // judgement, with no early rejection after pairs that a loaded machine (the whole suite on 2
     // cores) slowed.
-    let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
-    std::fs::write(
-        task.join("task.toml"),
-        toml + "\n[judge]\nscreen_pairs = 0\nmax_pairs = 40\n",
-    )
-    .unwrap();
+    set_judge(&task, "screen_pairs = 0\nmax_pairs = 40");
     let lines = [
         files_line("impl.sh", &closed_form(), "closed form"),
         files_line(
