@@ -140,7 +140,7 @@ impl Store {
         by: &str,
         reason: &str,
     ) -> Result<Vec<i64>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let ids: Vec<i64> = sqlx::query_scalar(
             "SELECT id FROM ledger_entries WHERE branch = $1 AND id >= $2 AND kind = 'accepted' AND review_state != 'rejected' ORDER BY id",
         )

@@ -109,8 +109,20 @@ impl Store {
     /// A write transaction: several steps that land together or not at all.
     pub async fn begin(&self) -> Result<Tx> {
         Ok(Tx {
-            tx: self.pool.begin().await?,
+            tx: self.write_tx().await?,
             shared: self.is_shared(),
+        })
+    }
+
+    /// Starts a transaction that will write. On SQLite it takes the write lock first (`BEGIN
+    /// IMMEDIATE`, waiting for another writer up to the busy timeout): a plain `BEGIN` that reads
+    /// and then writes fails at once with "database is locked" when another connection (a run
+    /// beside it on the same runs.db) committed in between, since waiting cannot make its read
+    /// current again.
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
+        Ok(match self.at {
+            DbAt::Sqlite(_) => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            DbAt::Postgres(_) => self.pool.begin().await?,
         })
     }
 }
@@ -167,5 +179,45 @@ mod tests {
             DbAt::parse(Path::new("postgres.db")),
             DbAt::Sqlite("postgres.db".into())
         );
+    }
+
+    /// Two runs side by side on one runs.db: one records an evaluation (reads the incumbent,
+    /// then inserts) while the other commits a write between its read and its insert. Both
+    /// land; the first waits for nothing, the second for the first's commit.
+    #[tokio::test]
+    async fn a_write_transaction_survives_a_writer_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runs.db");
+        let a = Store::open(&db).await.unwrap();
+        let b = Store::open(&db).await.unwrap();
+        sqlx::query("CREATE TABLE t (x INTEGER)")
+            .execute(&a.pool)
+            .await
+            .unwrap();
+        let mut tx = a.begin().await.unwrap();
+        let before: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t")
+            .fetch_one(&mut *tx.tx)
+            .await
+            .unwrap();
+        let beside = tokio::spawn(async move {
+            sqlx::query("INSERT INTO t VALUES (2)")
+                .execute(&b.pool)
+                .await
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        sqlx::query("INSERT INTO t VALUES (1)")
+            .execute(&mut *tx.tx)
+            .await
+            .expect("the transaction's write after its read");
+        tx.commit().await.unwrap();
+        beside
+            .await
+            .unwrap()
+            .expect("the write beside it, once the first committed");
+        let rows: Vec<i64> = sqlx::query_scalar("SELECT x FROM t ORDER BY x")
+            .fetch_all(&a.pool)
+            .await
+            .unwrap();
+        assert_eq!((before, rows), (0, vec![1, 2]));
     }
 }

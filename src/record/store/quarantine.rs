@@ -50,7 +50,7 @@ impl Store {
         why: &str,
     ) -> Result<i64> {
         let at = now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let entry = sqlx::query_scalar::<_, i64>(
             "INSERT INTO ledger_entries (kind, candidate_id, task, context_id, branch, commit_sha, parent_entry_id, score, params,
                 review_state, created_at, reviewed_by, reviewed_at, review_reason)
