@@ -2,7 +2,8 @@
 //! dropped without the rest of its pairs. It only ever rejects early; acceptance still needs the
 //! full sequential judgement, so screening cannot raise the false-acceptance rate. A candidate
 //! whose first pair is further under that gain than the noise of the pairs measured against
-//! the incumbent explains is dropped after that one pair.
+//! the incumbent explains is dropped after that one pair; a screen-only candidate whose first pair
+//! is over twice the incumbent, with no case lost, is held after that pair.
 
 use super::judge::{Decision, HELD, Judge, Verdict};
 use super::metric::{Metric, case_gains, pct};
@@ -12,6 +13,12 @@ use super::stats::median;
 /// How many spreads of one pair's gain a candidate's first pair must fall under the gain the
 /// judge asks for to be dropped after it.
 const FAR: f64 = 3.0;
+/// A screen-only candidate whose first pair is this many times better than the incumbent, with
+/// no case past the tolerance, is held after that pair. Its second pair could not change the
+/// screen's outcome; it would only sharpen the race's ranking, and among candidates that far
+/// ahead (a race against a naive start) the families differ by tens of percent, which one pair
+/// tells apart.
+const CLEAR: f64 = 2.0;
 /// Degrees of freedom (pairs beyond each evaluation's first) needed before the spread is used.
 const MIN_DF: usize = 8;
 
@@ -59,15 +66,26 @@ impl Judge<'_> {
     pub fn screen(&self, pairs: &[(Sample, Sample)]) -> Decision {
         let decision = self.decide(pairs);
         let n = pairs.len();
-        if decision != Decision::Continue || n < self.settings.screen_pairs.max(1) {
+        if decision != Decision::Continue {
             return decision;
         }
         let (inc_scores, cand_scores, gains) = self.scores(pairs);
+        let settled_early =
+            n == 1 && gains[0] >= CLEAR.ln() && screened_out(self.metric, pairs, &gains).is_none();
+        if n < self.settings.screen_pairs.max(1) && !settled_early {
+            return Decision::Continue;
+        }
         Decision::Done {
             verdict: Verdict::Rejected,
             reason: format!(
-                "{HELD}: {} over the incumbent in {n} pairs (median); a contender of the search's race, judged in full only if it leads",
-                pct(median(&gains))
+                "{HELD}: {} over the incumbent in {n} pair{}{}; a contender of the search's race, judged in full only if it leads",
+                pct(median(&gains)),
+                if n == 1 { "" } else { "s (median)" },
+                if settled_early {
+                    format!(" (over {CLEAR}x: the screen's outcome was settled)")
+                } else {
+                    String::new()
+                }
             ),
             summary: self.early_summary(&inc_scores, &cand_scores, &gains),
         }
@@ -155,24 +173,32 @@ mod tests {
         }
     }
 
-    fn decide(pairs: &[(Sample, Sample)]) -> Decision {
-        let (m, s) = (metric(), settings());
+    /// A judge with no spread known yet.
+    fn without_spread<'a>(metric: &'a Metric, settings: &'a JudgeSettings) -> Judge<'a> {
         Judge {
-            metric: &m,
-            settings: &s,
+            metric,
+            settings,
             reference: None,
             spread: None,
         }
-        .decide(pairs)
+    }
+
+    fn decide(pairs: &[(Sample, Sample)]) -> Decision {
+        let (m, s) = (metric(), settings());
+        without_spread(&m, &s).decide(pairs)
     }
 
     fn reason(d: Decision) -> String {
+        rejection(d).0
+    }
+
+    fn rejection(d: Decision) -> (String, crate::measure::Summary) {
         match d {
             Decision::Done {
                 verdict: Verdict::Rejected,
                 reason,
-                ..
-            } => reason,
+                summary,
+            } => (reason, summary),
             other => panic!("expected a rejection, got {other:?}"),
         }
     }
@@ -227,35 +253,43 @@ mod tests {
     #[test]
     fn a_screen_only_candidate_is_held_after_its_screen_and_never_accepted() {
         let (m, s) = (metric(), settings());
-        let judge = Judge {
-            metric: &m,
-            settings: &s,
-            reference: None,
-            spread: None,
-        };
+        let judge = without_spread(&m, &s);
         let clear: Vec<_> = (0..2).map(|_| pair((10.0, 10.0), (13.0, 13.0))).collect();
         assert_eq!(judge.screen(&clear[..1]), Decision::Continue);
-        match judge.screen(&clear) {
-            Decision::Done {
-                verdict: Verdict::Rejected,
-                reason,
-                summary,
-            } => {
-                assert!(
-                    reason.starts_with("held after screening: +30.0%"),
-                    "{reason}"
-                );
-                assert_eq!(summary.pairs, 2);
-                assert_eq!(summary.candidate_score, 13.0);
-            }
-            other => panic!("expected a held contender, got {other:?}"),
-        }
+        let (why, summary) = rejection(judge.screen(&clear));
+        assert!(why.starts_with("held after screening: +30.0%"), "{why}");
+        assert_eq!(summary.pairs, 2);
+        assert_eq!(summary.candidate_score, 13.0);
         // One that screening drops is dropped as before.
         let slower = [
             pair((10.0, 10.0), (9.0, 9.0)),
             pair((10.0, 10.0), (9.5, 9.4)),
         ];
         assert!(reason(judge.screen(&slower)).starts_with("slower in screening"));
+    }
+
+    #[test]
+    fn a_first_pair_over_twice_the_incumbent_settles_a_screen_unless_a_case_is_lost() {
+        let (m, s) = (metric(), settings());
+        let judge = without_spread(&m, &s);
+        let far = [pair((10.0, 10.0), (30.0, 25.0))];
+        let (why, summary) = rejection(judge.screen(&far));
+        assert!(
+            why.starts_with("held after screening: +173.9% over the incumbent in 1 pair (over 2x: the screen's outcome was settled)"),
+            "{why}"
+        );
+        assert_eq!(summary.pairs, 1);
+        // Under twice the incumbent, or with one case past the tolerance, the second pair is
+        // measured; a candidate judged in full is never settled by one pair.
+        assert_eq!(
+            judge.screen(&[pair((10.0, 10.0), (19.0, 19.0))]),
+            Decision::Continue
+        );
+        assert_eq!(
+            judge.screen(&[pair((10.0, 10.0), (90.0, 9.0))]),
+            Decision::Continue
+        );
+        assert_eq!(judge.decide(&far), Decision::Continue);
     }
 
     #[test]
