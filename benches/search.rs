@@ -1,8 +1,9 @@
 //! Compares search strategies on a recorded cache of matmul-c's whole parameter space (5 bench
 //! processes per assignment, per case), replayed through the real loop and judge (`run
 //! --simulate`): for each strategy and seed, the bench processes spent until the exhaustive best
-//! is first evaluated and until it is the accepted incumbent, and the final incumbent's true
-//! score (its mean over the cache) as a share of the best's.
+//! is first evaluated and until it is the accepted incumbent (and the bench seconds until then,
+//! the recorded seconds of the samples drawn), and the final incumbent's true score (its mean
+//! over the cache) as a share of the best's.
 //!
 //! cargo bench --bench search [-- SEEDS [BUDGET [CACHE [STRATEGIES]]]]   (default 20 seeds, 50
 //! candidates, every cache in benches/data, hill,random,model)
@@ -25,8 +26,12 @@ struct Outcome {
     to_evaluate: Option<usize>,
     /// The same, up to the candidate whose acceptance made the best the incumbent.
     to_accept: Option<usize>,
+    /// Bench seconds (the recorded seconds of the processes drawn) up to that candidate.
+    seconds_to_accept: Option<f64>,
     /// Bench processes of the whole run (proposals only; the reference figures are apart).
     total: usize,
+    /// Bench seconds of the whole run (proposals only).
+    seconds: f64,
     /// The final incumbent's true score over the best's.
     quality: f64,
     repeats: usize,
@@ -71,18 +76,20 @@ async fn one(b: &Bench, strategy: Strategy, seed: u64, budget: usize) -> Outcome
     .remove(0);
     let (_, rows) = store
         .query_readonly(&format!(
-            "SELECT c.params_key, e.pairs, e.verdict, c.origin FROM candidates c JOIN evaluations e ON e.candidate_id = c.id \
+            "SELECT c.params_key, e.pairs, e.verdict, c.origin, e.bench_seconds FROM candidates c JOIN evaluations e ON e.candidate_id = c.id \
              WHERE c.run_id = {} ORDER BY c.seq",
             report.run_id
         ))
         .await
         .unwrap();
     let (mut spent, mut to_evaluate, mut to_accept) = (0, None, None);
+    let (mut seconds, mut seconds_to_accept) = (0.0, None);
     let mut seen = HashSet::new();
     let mut repeats = 0;
     for r in &rows {
         let key = r[0].as_str().unwrap_or_default();
         spent += 2 * r[1].as_i64().unwrap_or(0) as usize;
+        seconds += r[4].as_f64().unwrap_or(0.0);
         // A race's leader judged in full after its screen is the one measurement allowed twice.
         let confirmation = r[3].as_str() == Some("search(model-confirm)");
         repeats += usize::from(!seen.insert(key.to_string()) && !confirmation);
@@ -90,6 +97,7 @@ async fn one(b: &Bench, strategy: Strategy, seed: u64, budget: usize) -> Outcome
             to_evaluate.get_or_insert(spent);
             if r[2].as_str() == Some("accepted") {
                 to_accept.get_or_insert(spent);
+                seconds_to_accept.get_or_insert(seconds);
             }
         }
     }
@@ -104,7 +112,9 @@ async fn one(b: &Bench, strategy: Strategy, seed: u64, budget: usize) -> Outcome
     Outcome {
         to_evaluate,
         to_accept,
+        seconds_to_accept,
         total: spent,
+        seconds,
         quality: b.truth.get(final_key).copied().unwrap_or(0.0) / b.truth[&b.best_key],
         repeats,
     }
@@ -169,14 +179,12 @@ fn processes_to_tell(cache: &Cache, truth: &BTreeMap<String, f64>, best_key: &st
     ((1.645 * sd / gap).powi(2).ceil().max(1.0), gap)
 }
 
-fn med(xs: &[usize]) -> String {
+/// The median of `xs` with `decimals` digits, or "-" when there is none.
+fn med(xs: &[f64], decimals: usize) -> String {
     if xs.is_empty() {
         return "-".into();
     }
-    format!(
-        "{:.0}",
-        median(&xs.iter().map(|x| *x as f64).collect::<Vec<_>>())
-    )
+    format!("{:.decimals$}", median(xs))
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -267,11 +275,12 @@ async fn compare(
         "{seeds} seeds x {budget} candidates per strategy, through the real loop and judge (simulated benches)"
     );
     println!(
-        "{:<8} {:>12} {:>14} {:>14} {:>12} {:>12} {:>10} {:>10} {:>8}",
+        "{:<8} {:>12} {:>14} {:>14} {:>14} {:>12} {:>12} {:>10} {:>10} {:>8}",
         "strategy",
         "best found",
         "procs to eval",
         "procs to accept",
+        "secs to accept",
         "incumbent",
         "within gain",
         "quality",
@@ -291,8 +300,16 @@ async fn compare(
         for seed in 0..seeds {
             outcomes.push(one(&bench, strategy, seed, budget).await);
         }
-        let eval: Vec<usize> = outcomes.iter().filter_map(|o| o.to_evaluate).collect();
-        let acc: Vec<usize> = outcomes.iter().filter_map(|o| o.to_accept).collect();
+        let count = |x: Option<usize>| x.map(|n| n as f64);
+        let eval: Vec<f64> = outcomes
+            .iter()
+            .filter_map(|o| count(o.to_evaluate))
+            .collect();
+        let acc: Vec<f64> = outcomes.iter().filter_map(|o| count(o.to_accept)).collect();
+        let acc_seconds: Vec<f64> = outcomes
+            .iter()
+            .filter_map(|o| o.seconds_to_accept)
+            .collect();
         let quality: Vec<f64> = outcomes.iter().map(|o| o.quality).collect();
         let is_best = outcomes.iter().filter(|o| o.quality >= 1.0).count();
         let close = outcomes
@@ -300,17 +317,19 @@ async fn compare(
             .filter(|o| o.quality * (1.0 + min_gain) >= 1.0)
             .count();
         println!(
-            "{:<8} {:>12} {:>14} {:>14} {:>12} {:>12} {:>10.3} {:>10.3} {:>8}   ({:.0} procs a run, {:.1} s)",
+            "{:<8} {:>12} {:>14} {:>14} {:>14} {:>12} {:>12} {:>10.3} {:>10.3} {:>8}   ({:.0} procs and {:.0} bench s a run, {:.1} s)",
             strategy.as_str(),
             format!("{}/{seeds}", eval.len()),
-            med(&eval),
-            med(&acc),
+            med(&eval, 0),
+            med(&acc, 0),
+            med(&acc_seconds, 1),
             format!("{is_best}/{seeds}"),
             format!("{close}/{seeds}"),
             median(&quality),
             quality.iter().copied().fold(f64::INFINITY, f64::min),
             outcomes.iter().map(|o| o.repeats).sum::<usize>(),
             median(&outcomes.iter().map(|o| o.total as f64).collect::<Vec<_>>()),
+            median(&outcomes.iter().map(|o| o.seconds).collect::<Vec<_>>()),
             started.elapsed().as_secs_f64()
         );
         let mut ends: Vec<(String, usize)> = Vec::new();
