@@ -3,7 +3,8 @@
 //! under each of its values. A parameter selects among algorithms when its values fix others
 //! through the constraints (matmul-c's register tiles fix ROWS and BLOCK_N): the same block size
 //! can then help one algorithm and hurt another, which one additive effect cannot say (in the
-//! spirit of TPE's tree-structured, conditional spaces).
+//! spirit of TPE's tree-structured, conditional spaces). A parameter an algorithm fixes has no
+//! main effect under it.
 
 use crate::Params;
 use crate::search::ParamSpace;
@@ -25,6 +26,11 @@ pub(crate) struct Features {
     /// parameter `i`'s), then the groups under each branch.
     pub(crate) groups: Vec<Group>,
     pub(crate) dim: usize,
+    /// (value of the algorithm choice, parameter): a parameter its constraints fix under that
+    /// value. Its main effect does not apply there: the value is the algorithm's, not a choice,
+    /// so a poor algorithm must not make it look poor elsewhere (the register tiles fix
+    /// `BLOCK_N=0`, the best block size of i-k-j on decode).
+    fixed: Vec<(usize, usize)>,
 }
 
 /// Index of every parameter's value in `p`, in the space's order.
@@ -40,8 +46,9 @@ pub(crate) fn indices(space: &ParamSpace, p: &Params) -> Vec<usize> {
         .collect()
 }
 
-/// Under each value of the algorithm choice (its index), the other parameters' indices.
-type Branches = Vec<(usize, Vec<usize>)>;
+/// Under each value of the algorithm choice (its index), the other parameters' indices and
+/// those of the ones it fixes.
+type Branches = Vec<(usize, Vec<usize>, Vec<usize>)>;
 
 /// How many distinct values parameter `y` takes among `rows`.
 fn distinct(rows: &[&Vec<usize>], y: usize) -> usize {
@@ -71,12 +78,15 @@ fn algorithm_choice(space: &ParamSpace, valid: &[Params]) -> Option<(usize, Bran
             if rows.is_empty() {
                 continue;
             }
-            for &y in &others {
-                if distinct(&rows, y) == 1 {
-                    fixed[y] = true;
-                }
+            let here: Vec<usize> = others
+                .iter()
+                .copied()
+                .filter(|&y| distinct(&rows, y) == 1)
+                .collect();
+            for &y in &here {
+                fixed[y] = true;
             }
-            branches.push((b, others.clone()));
+            branches.push((b, others.clone(), here));
         }
         let score = fixed.iter().filter(|f| **f).count();
         if score > 0 && best.as_ref().is_none_or(|(s, _, _)| score > *s) {
@@ -102,8 +112,10 @@ impl Features {
             });
             dim += size;
         }
+        let mut fixed = Vec::new();
         if let Some((x, branches)) = valid.and_then(|v| algorithm_choice(space, v)) {
-            for (b, others) in branches {
+            for (b, others, here) in branches {
+                fixed.extend(here.into_iter().map(|y| (b, y)));
                 for param in others {
                     groups.push(Group {
                         param,
@@ -115,7 +127,7 @@ impl Features {
                 }
             }
         }
-        Features { groups, dim }
+        Features { groups, dim, fixed }
     }
 
     /// The parameter taken as the algorithm choice, if any.
@@ -128,22 +140,27 @@ impl Features {
         &'a self,
         at: &'a [usize],
     ) -> impl Iterator<Item = (&'a Group, usize)> + 'a {
+        let branch = self.choice().map(|x| at[x]);
         self.groups
             .iter()
-            .filter(|g| g.under.is_none_or(|(x, b)| at[x] == b))
+            .filter(move |g| match g.under {
+                Some((x, b)) => at[x] == b,
+                None => branch.is_none_or(|b| !self.fixed.contains(&(b, g.param))),
+            })
             .map(|g| (g, g.offset + at[g.param]))
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::Value;
     use std::collections::BTreeMap;
 
-    fn space(constraints: &[(&str, &str)]) -> ParamSpace {
+    /// ALGO in 0..algos, BLOCK in 0..4 and ROWS in 1..4, under `constraints`.
+    pub(crate) fn space(algos: i64, constraints: &[(&str, &str)]) -> ParamSpace {
         let values = BTreeMap::from([
-            ("ALGO".to_string(), (0..3).map(Value::from).collect()),
+            ("ALGO".to_string(), (0..algos).map(Value::from).collect()),
             ("BLOCK".to_string(), (0..4).map(Value::from).collect()),
             ("ROWS".to_string(), (1..4).map(Value::from).collect()),
         ]);
@@ -157,7 +174,7 @@ mod tests {
     #[test]
     fn a_parameter_that_fixes_others_gets_effects_per_branch() {
         // ALGO 2 fixes ROWS (ROWS fixes nothing: 1 and 3 leave ALGO 0 or 1).
-        let s = space(&[("tiles", "ALGO != 2 || ROWS == 2")]);
+        let s = space(3, &[("tiles", "ALGO != 2 || ROWS == 2")]);
         let f = Features::new(&s, Some(&s.all_valid()));
         let branches: Vec<_> = f.groups.iter().filter_map(|g| g.under).collect();
         assert!(branches.iter().all(|(x, _)| *x == 0), "{branches:?}");
@@ -168,12 +185,18 @@ mod tests {
         let cols: Vec<usize> = f.columns(&at).map(|(_, c)| c).collect();
         assert_eq!(
             cols.len(),
-            5,
-            "three main effects, BLOCK and ROWS under ALGO 2"
+            4,
+            "ALGO's and BLOCK's main effects, BLOCK and ROWS under ALGO 2 (ALGO 2 fixes ROWS, \
+             so ROWS's main effect does not apply)"
         );
-        // Two assignments that differ only in ALGO share no branch column.
+        let rows_main = f.groups[2].offset + 1;
+        assert!(!cols.contains(&rows_main), "{cols:?}");
+        // Two assignments that differ only in ALGO share no branch column, and under ALGO 1,
+        // where ROWS is chosen, its main effect applies.
         let other: Vec<usize> = f.columns(&[1, 1, 1]).map(|(_, c)| c).collect();
-        assert_eq!(other.iter().filter(|c| cols.contains(c)).count(), 2);
+        assert_eq!(other.len(), 5);
+        assert!(other.contains(&rows_main), "{other:?}");
+        assert_eq!(other.iter().filter(|c| cols.contains(c)).count(), 1);
         let mut unique = cols.clone();
         unique.dedup();
         assert_eq!(unique, cols);
@@ -181,12 +204,12 @@ mod tests {
 
     #[test]
     fn without_such_constraints_the_effects_are_additive() {
-        let s = space(&[("small", "BLOCK + ROWS < 7")]);
+        let s = space(3, &[("small", "BLOCK + ROWS < 7")]);
         let f = Features::new(&s, Some(&s.all_valid()));
         assert!(f.groups.iter().all(|g| g.under.is_none()));
         assert_eq!(f.dim, 10);
         // Nor where the space is too large to enumerate.
-        let tiles = space(&[("tiles", "ALGO != 2 || ROWS == 2")]);
+        let tiles = space(3, &[("tiles", "ALGO != 2 || ROWS == 2")]);
         assert_eq!(Features::new(&tiles, None).dim, 10);
     }
 }

@@ -10,6 +10,11 @@ use crate::search::ParamSpace;
 const RIDGE: f64 = 0.5;
 /// Objective credited to a value never measured, shrinking as 1/sqrt(1 + times measured).
 const BONUS: f64 = 0.15;
+/// The objective is fitted as at least the best measured minus this: a measurement far below
+/// the best says that it is poor, not by how much each of its values is. Unclipped, one kernel
+/// losing a case at a fifth of the incumbent's speed (its score pulled down by the per-case
+/// penalty) outweighs a dozen good ones and condemns every value it holds.
+const CLIP: f64 = 1.5;
 
 /// The optimism added to an effect never measured, and to one measured `n` times (divided by
 /// `sqrt(1 + n)`).
@@ -63,18 +68,19 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
 }
 
 impl Surrogate {
-    /// Fits the model to (objective, assignment) pairs; a failed one (-inf) counts as a little
-    /// worse than the worst measured.
+    /// Fits the model to (objective, assignment) pairs, each at least `CLIP` under the best; a
+    /// failed one (-inf) counts as a little worse than that.
     pub(crate) fn fit(space: &ParamSpace, features: &Features, observed: &[(f64, Params)]) -> Self {
-        let finite: Vec<f64> = observed
+        let best = observed
             .iter()
             .map(|(y, _)| *y)
             .filter(|y| y.is_finite())
-            .collect();
-        let floor = finite.iter().copied().fold(0.0, f64::min) - 0.5;
+            .fold(f64::NEG_INFINITY, f64::max);
+        let clip = if best.is_finite() { best - CLIP } else { 0.0 };
+        let floor = clip - 0.5;
         let ys: Vec<f64> = observed
             .iter()
-            .map(|(y, _)| if y.is_finite() { *y } else { floor })
+            .map(|(y, _)| if y.is_finite() { y.max(clip) } else { floor })
             .collect();
         let mean = if ys.is_empty() {
             0.0
@@ -190,6 +196,7 @@ impl Surrogate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::features::tests::space;
     use serde_json::Value;
     use std::collections::BTreeMap;
 
@@ -206,14 +213,7 @@ mod tests {
     /// so far plus the bonus, not that minus what BLOCK 0 costs ALGO 0.
     #[test]
     fn a_block_size_never_tried_under_an_algorithm_is_not_judged_by_another() {
-        let values = BTreeMap::from([
-            ("ALGO".to_string(), (0..3).map(Value::from).collect()),
-            ("BLOCK".to_string(), (0..4).map(Value::from).collect()),
-            ("ROWS".to_string(), (1..4).map(Value::from).collect()),
-        ]);
-        let constraints =
-            BTreeMap::from([("tiles".to_string(), "ALGO != 2 || ROWS == 2".to_string())]);
-        let space = ParamSpace::new(values, &constraints).unwrap();
+        let space = space(3, &[("tiles", "ALGO != 2 || ROWS == 2")]);
         let features = Features::new(&space, Some(&space.all_valid()));
         let mut observed = Vec::new();
         for rows in 1..4 {
@@ -237,6 +237,34 @@ mod tests {
         assert!(
             poor < model.hopeful(&features, &at(&assignment(0, 1, 1))),
             "{poor}"
+        );
+    }
+
+    /// A catastrophic measurement (8 rows losing a case at a fifth of the incumbent's speed, its
+    /// score pulled down by the per-case penalty) says that it is poor, not by how much each of
+    /// its values is: clipped, it cannot make a good block size it shares look hopeless.
+    #[test]
+    fn one_catastrophic_measurement_does_not_condemn_the_values_it_shares() {
+        let space = space(1, &[]);
+        let features = Features::new(&space, Some(&space.all_valid()));
+        let mut observed = vec![(-8.0, assignment(0, 0, 3))];
+        for block in 1..4 {
+            observed.push((0.1 * block as f64, assignment(0, block, 1)));
+            observed.push((0.1 * block as f64 - 0.05, assignment(0, block, 2)));
+        }
+        let model = Surrogate::fit(&space, &features, &observed);
+        let at = |p: &Params| indices(&space, p);
+        let untouched = model.hopeful(&features, &at(&assignment(0, 0, 1)));
+        // Unclipped, it is predicted at -3.2, as far below the others as the penalty made the
+        // catastrophe; clipped, within the clip of the best measured (0.3).
+        assert!(untouched > 0.3 - CLIP, "{untouched}");
+        // Still the poorest block size of the four, and 3 rows the poorest row count.
+        for block in 1..4 {
+            assert!(untouched < model.hopeful(&features, &at(&assignment(0, block, 1))));
+        }
+        assert!(
+            model.hopeful(&features, &at(&assignment(0, 1, 3)))
+                < model.hopeful(&features, &at(&assignment(0, 1, 2)))
         );
     }
 }
