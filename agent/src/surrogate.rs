@@ -240,9 +240,10 @@ mod tests {
         );
     }
 
-    /// A catastrophic measurement (8 rows losing a case at a fifth of the incumbent's speed, its
-    /// score pulled down by the per-case penalty) says that it is poor, not by how much each of
-    /// its values is: clipped, it cannot make a good block size it shares look hopeless.
+    /// A catastrophic measurement (here 3 rows; on matmul-c's decode, 6 rows losing a case at a
+    /// fifth of the incumbent's speed, its score pulled down by the per-case penalty) says that it
+    /// is poor, not by how much each of its values is: clipped, it cannot make a good block size
+    /// it shares look hopeless.
     #[test]
     fn one_catastrophic_measurement_does_not_condemn_the_values_it_shares() {
         let space = space(1, &[]);
