@@ -1,11 +1,11 @@
 //! Model-based search over a task's `[params]`. Every assignment measured in the context (earlier
 //! runs included) is scored by what the judge could accept: the mean per-case gain over the
 //! incumbent, minus a penalty for any case past the per-case tolerance. A surrogate (one effect
-//! per declared value, and per value under each choice of algorithm: features.rs; ridge-fitted,
-//! optimistic for values seldom or never measured) picks the next proposal: among local moves
-//! around the race's leader (else the incumbent) three times in four, else among every one-knob
-//! neighbour of the incumbent and of the best measured and draws from the density of the best
-//! quarter measured (a Parzen estimate, as in TPE).
+//! per declared value, and per value under each choice of algorithm: features.rs; ridge-fitted
+//! with neighbouring values' effects tied, optimistic for values seldom or never measured) picks
+//! the next proposal: among local moves around the race's leader (else the incumbent) three times
+//! in four, else among every one-knob neighbour of the incumbent and of the best measured and
+//! draws from the density of the best quarter measured (a Parzen estimate, as in TPE).
 //! Where screening is honoured, proposals race (race.rs): contenders are only screened, and the
 //! leader is judged in full once its untried one-step neighbours have been screened too.
 
