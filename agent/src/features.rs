@@ -31,6 +31,8 @@ pub(crate) struct Features {
     /// so a poor algorithm must not make it look poor elsewhere (the register tiles fix
     /// `BLOCK_N=0`, the best block size of i-k-j on decode).
     fixed: Vec<(usize, usize)>,
+    /// The parameter taken as the algorithm choice: the one the branch groups are under.
+    choice: Option<usize>,
 }
 
 /// Index of every parameter's value in `p`, in the space's order.
@@ -127,12 +129,18 @@ impl Features {
                 }
             }
         }
-        Features { groups, dim, fixed }
+        let choice = groups.iter().find_map(|g| g.under.map(|(x, _)| x));
+        Features {
+            groups,
+            dim,
+            fixed,
+            choice,
+        }
     }
 
     /// The parameter taken as the algorithm choice, if any.
     pub(crate) fn choice(&self) -> Option<usize> {
-        self.groups.iter().find_map(|g| g.under.map(|(x, _)| x))
+        self.choice
     }
 
     /// The groups that apply to an assignment (given as `indices`), each with its column.
