@@ -74,12 +74,24 @@ pub struct Observation {
     pub params: Params,
     pub candidate: BTreeMap<String, f64>,
     pub incumbent: BTreeMap<String, f64>,
-    /// Measured by a screen-only proposal (origin `SCREEN_ORIGIN`): a contender, not judged.
+    /// Measured by a screen-only proposal (origin `SCREEN_ORIGIN` or `RESCREEN_ORIGIN`): a
+    /// contender, not judged.
     pub screened_only: bool,
+    /// The pairs it was measured in.
+    pub pairs: usize,
 }
 
 /// The origin of a screen-only proposal of the model search, as recorded with its candidate.
 pub const SCREEN_ORIGIN: &str = "search(model-screen)";
+
+/// The origin of the rest of a contender's screen, taken when it ties with the race's leader
+/// after a first pair that settled only whether it is held.
+pub const RESCREEN_ORIGIN: &str = "search(model-rescreen)";
+
+/// Whether a candidate of this origin was a screen-only proposal.
+pub fn screen_origin(origin: &str) -> bool {
+    origin == SCREEN_ORIGIN || origin == RESCREEN_ORIGIN
+}
 
 /// What a proposer may look at when choosing the next candidate.
 #[derive(Debug, Clone, Default)]
@@ -101,6 +113,8 @@ pub struct ProposalContext {
     /// Whether screen-only proposals are honoured (screening is on and candidates are
     /// evaluated one at a time here); elsewhere every proposal gets the full judgement.
     pub can_screen: bool,
+    /// The pairs the judge's screen takes (`judge.screen_pairs`).
+    pub screen_pairs: usize,
     /// Candidates left in this run, this one included, when the run has a budget.
     pub remaining: Option<usize>,
 }

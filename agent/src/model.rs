@@ -7,15 +7,16 @@
 //! in four, else among every one-knob neighbour of the incumbent and of the best measured and
 //! draws from the density of the best quarter measured (a Parzen estimate, as in TPE).
 //! Where screening is honoured, proposals race (race.rs): contenders are only screened, and the
-//! leader is judged in full once its untried one-step neighbours have been screened too.
+//! leader is judged in full once its untried one-step neighbours have been screened too, and
+//! the near-ties at the top of a race against a far slower incumbent have had their whole screen.
 
 use crate::features::{Features, indices};
-use crate::race::{Race, Step};
+use crate::race::{NEAR, Race, Step, unsettled_near_tie};
 use crate::search::{ParamSpace, fresh, sweep};
 use crate::surrogate::Surrogate;
 use crate::{
     AgentError, Observation, Params, Proposal, ProposalContext, ProposedChange, Proposer,
-    SCREEN_ORIGIN, params_key,
+    RESCREEN_ORIGIN, SCREEN_ORIGIN, params_key,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -236,9 +237,10 @@ impl ModelProposer {
     /// fresh assignments one declared value away from it on one knob are screened, the most
     /// promising first: the surrogate's hope for them can be wrong, and once the leader is the
     /// incumbent, a neighbour a few percent ahead of it is too close to `min_gain` to confirm.
-    /// None when the run has no candidates to spare, or when the leader is more than `BIG_STEP`
-    /// ahead of the incumbent: a step that large is seldom the last, the next race screens
-    /// around it, and screening each first race's neighbours too cost more than it found.
+    /// When the leader is more than `BIG_STEP` ahead of the incumbent, only those the surrogate
+    /// rates within `NEAR` of it: a step that large is seldom the last, the next race screens
+    /// around it, and screening every first race's neighbours cost more than it found. None
+    /// when the run has no candidates to spare.
     fn unscreened_neighbour(
         &self,
         leader: &Params,
@@ -247,14 +249,16 @@ impl ModelProposer {
         flags: &[bool],
         ctx: &ProposalContext,
     ) -> Option<Params> {
-        if ctx.remaining.is_some_and(|r| r <= 2) || screened > BIG_STEP.ln() {
+        if ctx.remaining.is_some_and(|r| r <= 2) {
             return None;
         }
+        let far = screened > BIG_STEP.ln();
         self.space
             .adjacent(leader)
             .into_iter()
             .filter(|p| self.is_fresh(flags, p, ctx))
             .map(|p| (model.optimistic(&self.space, &self.features, &p), p))
+            .filter(|(y, _)| !far || *y >= screened - NEAR)
             .max_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, p)| p)
     }
@@ -401,6 +405,20 @@ impl Proposer for ModelProposer {
                 .step(ctx, &ranked, threshold, p.is_some().then_some(hope))
             {
                 Step::Confirm(leader, screened) => {
+                    if let Some(again) = (screened > BIG_STEP.ln())
+                        .then(|| unsettled_near_tie(&leader, screened, &ranked, ctx))
+                        .flatten()
+                    {
+                        return Ok(Some(Proposal {
+                            note: Some(
+                                "a near-tie at the top of the race: the rest of its screen, before the leader is judged in full".into(),
+                            ),
+                            origin: RESCREEN_ORIGIN.to_string(),
+                            change: ProposedChange::Params(again),
+                            usage: None,
+                            screen_only: true,
+                        }));
+                    }
                     if let Some(next) = modelled.as_ref().and_then(|m| {
                         self.unscreened_neighbour(&leader, screened, &m.model, &flags, ctx)
                     }) {

@@ -13,6 +13,8 @@ const MIN_SCREENS: usize = 8;
 const MAX_SCREENS: usize = 16;
 /// Screens in a row that did not change the leader, after which it is confirmed.
 const STALL: usize = 4;
+/// Contenders within this much of the leader's objective (a log-ratio: 5%) are near-ties.
+pub(crate) const NEAR: f64 = 0.05;
 
 /// What the search does next.
 #[derive(Debug, PartialEq)]
@@ -49,6 +51,39 @@ fn contenders(observations: &[Observation]) -> HashSet<&Params> {
         .map(|o| &o.params)
         .filter(|p| !judged.contains(p))
         .collect()
+}
+
+/// Before a leader far ahead of the incumbent is judged in full, the near-ties at the top whose
+/// screens were settled after one pair (over twice the incumbent: held whatever the rest would
+/// show) take the rest of their screen, the leader first, so that the one judged in full was not
+/// ranked on a single sample. Once one is the incumbent, a near-tie 3% ahead is too close to
+/// `min_gain` to be confirmed. `None` once each has had `screen_pairs` pairs, or when the run has
+/// no candidates to spare.
+pub(crate) fn unsettled_near_tie(
+    leader: &Params,
+    screened: f64,
+    ranked: &[(f64, Params)],
+    ctx: &ProposalContext,
+) -> Option<Params> {
+    if ctx.remaining.is_some_and(|r| r <= 2) {
+        return None;
+    }
+    let open = contenders(&ctx.observations);
+    let pairs = |p: &Params| -> usize {
+        ctx.observations
+            .iter()
+            .filter(|o| &o.params == p)
+            .map(|o| o.pairs)
+            .sum()
+    };
+    let near = ranked
+        .iter()
+        .filter(|(score, p)| *score >= screened - NEAR && p != leader && open.contains(p))
+        .map(|(_, p)| p);
+    std::iter::once(leader)
+        .chain(near)
+        .find(|p| pairs(p) < ctx.screen_pairs)
+        .cloned()
 }
 
 impl Race {
@@ -120,6 +155,7 @@ mod tests {
         Observation {
             params: p(x),
             screened_only,
+            pairs: 1,
             candidate: BTreeMap::new(),
             incumbent: BTreeMap::new(),
         }
@@ -130,6 +166,7 @@ mod tests {
             incumbent_params: Some(p(0)),
             observations: observations.into(),
             can_screen: true,
+            screen_pairs: 2,
             remaining: Some(remaining),
             ..ProposalContext::default()
         }
@@ -176,5 +213,24 @@ mod tests {
         moved.incumbent_params = Some(p(5));
         assert_eq!(race.step(&moved, &ranked, 0.02, Some(0.0)), Step::Screen);
         assert_eq!(race.screens, 1);
+    }
+
+    #[test]
+    fn near_ties_take_the_rest_of_their_screen_the_leader_first() {
+        // 3 is 1% behind the leader 2, 1 is 10% behind; each screen was one pair, of two.
+        let ranked = vec![(4.0, p(2)), (3.99, p(3)), (3.9, p(1))];
+        let mut c = ctx(vec![seen(1, true), seen(2, true), seen(3, true)], 20);
+        assert_eq!(unsettled_near_tie(&p(2), 4.0, &ranked, &c), Some(p(2)));
+        std::sync::Arc::make_mut(&mut c.observations).push(seen(2, true));
+        assert_eq!(unsettled_near_tie(&p(2), 4.0, &ranked, &c), Some(p(3)));
+        std::sync::Arc::make_mut(&mut c.observations).push(seen(3, true));
+        assert_eq!(unsettled_near_tie(&p(2), 4.0, &ranked, &c), None);
+        // A screen of two pairs was whole; a run with no candidate to spare confirms at once.
+        let mut whole = seen(2, true);
+        whole.pairs = 2;
+        let c = ctx(vec![whole, seen(3, true)], 20);
+        assert_eq!(unsettled_near_tie(&p(2), 4.0, &ranked, &c), Some(p(3)));
+        let c = ctx(vec![seen(2, true)], 2);
+        assert_eq!(unsettled_near_tie(&p(2), 4.0, &ranked, &c), None);
     }
 }

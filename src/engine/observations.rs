@@ -52,7 +52,7 @@ impl Observations {
                     .unwrap_or_default();
                 Gathered {
                     params,
-                    screened_only: row.origin == agent::SCREEN_ORIGIN,
+                    screened_only: agent::screen_origin(&row.origin),
                     ..Gathered::default()
                 }
             });
@@ -75,6 +75,7 @@ impl Observations {
                 .filter(|g| !g.params.is_empty())
                 .map(|g| Observation {
                     params: g.params,
+                    pairs: g.candidate.values().map(Vec::len).max().unwrap_or(0),
                     candidate: medians(g.candidate),
                     incumbent: medians(g.incumbent),
                     screened_only: g.screened_only,

@@ -178,6 +178,7 @@ async fn until_peak(land: &Landscape, seed: u64, racing: bool) -> usize {
             candidate: cases.clone(),
             incumbent: incumbent.clone(),
             screened_only: screen_only,
+            pairs: 2,
         });
         if better {
             incumbent = cases;
@@ -235,6 +236,7 @@ fn a_case_past_the_tolerance_costs_more_than_its_mean_gains() {
         candidate: BTreeMap::from([("x".to_string(), x), ("y".to_string(), y)]),
         incumbent: reference.clone(),
         screened_only: false,
+        pairs: 2,
     };
     // +30% and -10% has the bigger mean but would be refused; +5% on both is accepted.
     assert!(
@@ -260,6 +262,7 @@ fn an_assignment_measured_twice_is_ranked_once_on_its_average() {
         candidate: BTreeMap::from([("x".to_string(), v), ("y".to_string(), v)]),
         incumbent: reference.clone(),
         screened_only,
+        pairs: 2,
     };
     let (lucky, steady) = (
         assignment(&[("A", 1), ("B", 1), ("C", 1)]),
@@ -285,10 +288,15 @@ fn an_assignment_measured_twice_is_ranked_once_on_its_average() {
     assert!((ranked[1].0 - mean).abs() < 1e-12, "{ranked:?}");
 }
 
-/// Runs a race in which `leader` is screened at `gain` over the start and every other
-/// screen measures flat, until an assignment is judged in full; returns it, the assignments
-/// screened and how many were screened as the leader's neighbours.
-async fn race_to_confirm(leader: &Params, gain: f64) -> (Params, HashSet<String>, usize) {
+/// Runs a race in which `leader` is screened at `gain` over the start (in `pairs` pairs, of the 2
+/// a screen takes) and every other screen measures flat, until an assignment is judged in full;
+/// returns it, the assignments screened, how many were screened as the leader's neighbours and
+/// how many screens were the rest of an earlier one.
+async fn race_to_confirm(
+    leader: &Params,
+    gain: f64,
+    pairs: usize,
+) -> (Params, HashSet<String>, usize, usize) {
     let mut m = ModelProposer::new(space(), 3, goal(true));
     let flat = BTreeMap::from([("x".to_string(), 100.0), ("y".to_string(), 100.0)]);
     let seen = |p: &Params, v: f64| Observation {
@@ -296,38 +304,45 @@ async fn race_to_confirm(leader: &Params, gain: f64) -> (Params, HashSet<String>
         candidate: flat.iter().map(|(c, x)| (c.clone(), x * v)).collect(),
         incumbent: flat.clone(),
         screened_only: true,
+        pairs,
     };
     let mut ctx = ProposalContext {
         incumbent_params: Some(start()),
         observations: vec![seen(leader, gain)].into(),
         tried_params: HashSet::from([crate::params_key(leader)]),
         can_screen: true,
+        screen_pairs: 2,
         remaining: Some(100),
         ..ProposalContext::default()
     };
-    let mut near = 0;
+    let (mut near, mut rest) = (0, 0);
     for _ in 0..60 {
         let Some(Proposal {
             change: ProposedChange::Params(p),
             screen_only,
             note,
+            origin,
             ..
         }) = m.next(&ctx).await.unwrap_or(None)
         else {
             break;
         };
         if !screen_only {
-            return (p, ctx.tried_params, near);
+            return (p, ctx.tried_params, near, rest);
         }
         if note.is_some_and(|n| n.starts_with("a one-step neighbour")) {
             assert!(m.space.adjacent(leader).contains(&p), "{p:?}");
             near += 1;
         }
-        assert!(
-            ctx.tried_params.insert(crate::params_key(&p)),
-            "{p:?} twice"
-        );
-        std::sync::Arc::make_mut(&mut ctx.observations).push(seen(&p, 1.0));
+        let key = crate::params_key(&p);
+        if origin == crate::RESCREEN_ORIGIN {
+            assert!(ctx.tried_params.contains(&key), "{p:?} never screened");
+            rest += 1;
+        } else {
+            assert!(ctx.tried_params.insert(key), "{p:?} twice");
+        }
+        let v = if &p == leader { gain } else { 1.0 };
+        std::sync::Arc::make_mut(&mut ctx.observations).push(seen(&p, v));
     }
     panic!("the race never judged anything in full")
 }
@@ -335,14 +350,18 @@ async fn race_to_confirm(leader: &Params, gain: f64) -> (Params, HashSet<String>
 #[tokio::test]
 async fn a_leader_s_untried_neighbours_are_screened_before_it_is_judged_in_full() {
     let leader = assignment(&[("A", 3), ("B", 1), ("C", 2)]);
-    let (confirmed, tried, near) = race_to_confirm(&leader, 1.10).await;
+    let (confirmed, tried, near, rest) = race_to_confirm(&leader, 1.10, 2).await;
     assert_eq!(confirmed, leader);
     for p in space().adjacent(&leader) {
         assert!(tried.contains(&crate::params_key(&p)), "{p:?} untried");
     }
     assert!(near > 0);
-    // A leader twice as fast as the incumbent is judged without that: the next race, around
-    // it, screens its neighbours against it.
-    let (confirmed, _, near) = race_to_confirm(&leader, 3.0).await;
-    assert_eq!((confirmed, near), (leader, 0));
+    assert_eq!(rest, 0);
+    // A leader twice as fast as the incumbent is judged without the neighbours the surrogate
+    // rates far below it: the next race, around it, screens them against it.
+    let (confirmed, _, near, rest) = race_to_confirm(&leader, 3.0, 2).await;
+    assert_eq!((confirmed, near, rest), (leader.clone(), 0, 0));
+    // Ranked on one pair, such a leader first takes the rest of its screen.
+    let (confirmed, _, near, rest) = race_to_confirm(&leader, 3.0, 1).await;
+    assert_eq!((confirmed, near, rest), (leader, 0, 1));
 }
