@@ -5,7 +5,7 @@
 //! cargo bench --bench overhead [-- BUDGET]   (default 20 candidates)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use polymorph::engine::proposers::Strategy;
+use polymorph::engine::Strategy;
 use polymorph::engine::{RunOptions, run};
 use polymorph::record::{ProposerChoice, RunProposer, Store};
 use sandbox::{Isolation, Runner};

@@ -12,7 +12,7 @@
 //! cargo bench --bench warmstart [-- SEEDS [COLD_BUDGET]]   (default 3 seeds, 30 candidates)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use polymorph::engine::proposers::Strategy;
+use polymorph::engine::Strategy;
 use polymorph::engine::{RunOptions, run};
 use polymorph::record::{ProposerChoice, RunProposer, Store};
 use sandbox::{Isolation, Runner};

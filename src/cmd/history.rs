@@ -3,7 +3,7 @@
 use super::output::{cell, print_json};
 use crate::cli::{Cli, HistoryArgs};
 use anyhow::{Context as _, Result, bail};
-use polymorph::engine::schedule::parse_every;
+use polymorph::engine::daemon::schedule::parse_every;
 use polymorph::measure::plot;
 use polymorph::record::Store;
 use polymorph::view::{HistoryFilter, history_rows};

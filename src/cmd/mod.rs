@@ -31,9 +31,7 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
         Command::Reject(ref a) => review::reject(&cli, a.clone()).await,
         Command::Export(ref a) => review::export(&cli, a.clone()).await,
         Command::Query(ref a) => query::query(&cli, a.clone()).await,
-        Command::Worker => {
-            tokio::task::block_in_place(|| polymorph::engine::remote::worker::serve(cancel))
-        }
+        Command::Worker => tokio::task::block_in_place(|| polymorph::engine::worker::serve(cancel)),
         Command::Context(ref a) => context::context(a.clone()),
         Command::Setup(ref a) => setup::setup(a),
         Command::Record(ref a) => record::record(a, cancel),

@@ -2,7 +2,8 @@
 
 use crate::cli::RecordArgs;
 use anyhow::{Result, bail};
-use polymorph::engine::{record_cache, runner};
+use polymorph::engine::runner;
+use polymorph::engine::simulate::record;
 use polymorph::task::resolve;
 use sandbox::CancelFlag;
 
@@ -21,7 +22,7 @@ pub fn record(a: &RecordArgs, cancel: CancelFlag) -> Result<()> {
         a.samples,
         runner.isolation().describe()
     );
-    let done = record_cache::record(&r, &runner, cancel, a.samples, &a.out, true)?;
+    let done = record::record(&r, &runner, cancel, a.samples, &a.out, true)?;
     println!(
         "{}: {} trees ({} measured now, {} failed to build or test) in {:.0} s",
         a.out.display(),

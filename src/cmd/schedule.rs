@@ -3,10 +3,10 @@
 use super::output::print_json;
 use crate::cli::{Cli, DaemonArgs, ScheduleAction};
 use anyhow::{Result, bail};
+use polymorph::engine::daemon::schedule::{When, format_duration, parse_every};
 use polymorph::engine::daemon::{DaemonOptions, daemon as run_daemon};
 use polymorph::engine::remote::RemoteSpec;
 use polymorph::engine::runner;
-use polymorph::engine::schedule::{When, format_duration, parse_every};
 use polymorph::record::{ProposerChoice, Store};
 use polymorph::task::resolve;
 use sandbox::CancelFlag;

@@ -1,43 +1,28 @@
-//! The engine: the loop and everything that drives it: evaluation through the harness,
-//! proposer selection, warm starts, the agent's host, the history digest, schedules and the
-//! daemon. Imports `measure`, `task` and `record`.
+//! The engine: the loop and everything that drives it. Imports `measure`, `task` and `record`;
+//! inside, one folder per concept, each importing only those listed after it:
+//!
+//! - `daemon/`: schedules and the daemon that runs them.
+//! - `run/`: a run: its options, the run row, the loop, proposer choice, warm start, ledger
+//!   sync, the history digest, side by side on a mixed cluster, the report.
+//! - `agent_host/`: the LLM agent's settings, prompts and scratch tree.
+//! - `simulate/`: recorded caches, recorded (`record`) and replayed as a `Processes`.
+//! - `worker`: `polymorph worker`, the node side of a remote target.
+//! - `evaluate/`: a proposal verified, built, tested and judged; the harness and its
+//!   `Processes` seam (real processes or a replay), here or through `remote/`.
+//! - `remote/`: the controller side of remote targets (ssh, Slurm) and the wire format.
+//! - `runner`: the sandbox runner every task command goes through.
+//!
+//! No file imports another that imports it back (`tests/it/cycles.rs`).
 
 pub mod agent_host;
-mod agent_prompts;
-mod agent_scratch;
 pub mod daemon;
-pub mod digest;
 pub mod evaluate;
-pub mod evaluator;
-pub mod harness;
-pub mod ledger_sync;
-mod observations;
-pub mod proposers;
-pub mod record_cache;
 pub mod remote;
-pub mod report;
 pub mod run;
-mod run_loop;
-pub mod schedule;
-mod side_by_side;
+pub mod runner;
 pub mod simulate;
-pub mod warm_start;
+pub mod worker;
 
-pub use evaluate::{Evaluation, tree_diff};
-pub use harness::{Built, Failure, Harness};
-pub use proposers::Strategy;
-pub use report::RunReport;
-pub use run::{RunOptions, run};
-
-use sandbox::{Isolation, Runner};
-
-/// The runner for task commands: bwrap where it works, else plain process isolation (said once).
-pub fn runner() -> Runner {
-    let isolation = Isolation::detect(&std::env::var("PATH").unwrap_or_default());
-    if let Isolation::Plain(why) = &isolation {
-        tracing::warn!(
-            "task commands run without bwrap isolation ({why}): no network or filesystem confinement"
-        );
-    }
-    Runner::new(isolation)
-}
+pub use evaluate::{Built, Evaluation, Failure, Harness, tree_diff};
+pub use run::{RunOptions, RunReport, Strategy, run};
+pub use runner::runner;

@@ -4,9 +4,9 @@
 //! looks, the lower bound of the signed-rank interval on the paired log-ratio (at that look's
 //! level) clears `min_gain`, no case regresses beyond tolerance, and the gain is plausible.
 
+use super::early::{first_pair_out, screened_out};
 use super::metric::{JudgeSettings, Metric, case_gains, log_gain, pct, pct_interval};
 use super::sample::Sample;
-use super::screen::{first_pair_out, screened_out};
 use super::sequential::level_at;
 use super::stats::{Interval, median, signed_rank_interval, signed_rank_interval_tails};
 use super::text_enum::text_enum;
@@ -62,7 +62,7 @@ pub struct Judge<'a> {
     pub reference: Option<f64>,
     /// The spread of one pair's gain against the current incumbent (a standard deviation of
     /// log ratios, from `Spread`), once enough pairs are known: a candidate whose first pair is
-    /// far under the gain asked for is then dropped after it (`screen::first_pair_out`).
+    /// far under the gain asked for is then dropped after it (`early::first_pair_out`).
     pub spread: Option<f64>,
 }
 

@@ -8,6 +8,7 @@ mod agent;
 mod agent_models;
 mod cluster;
 mod common;
+mod cycles;
 mod engines;
 mod faults;
 mod gpu;

@@ -6,7 +6,6 @@
 pub mod pool;
 pub mod target;
 pub mod wire;
-pub mod worker;
 
 pub use pool::{NoTargetLeft, Pool};
 pub use target::{Remote, RemoteSpec, Target, TargetOptions};

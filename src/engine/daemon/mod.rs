@@ -2,17 +2,18 @@
 //! benchmark at a time), including any whose task's context changed since its last run. One
 //! daemon per runs.db; SIGTERM abandons the running evaluation cleanly and exits.
 
-use super::agent_host::AgentSettings;
-use super::proposers::Strategy;
-use super::remote::RemoteSpec;
-use super::run::{RunOptions, run};
-use super::schedule::{ScheduleState, When, due};
+pub mod schedule;
+
+use crate::engine::agent_host::AgentSettings;
+use crate::engine::remote::RemoteSpec;
+use crate::engine::run::{RunOptions, Strategy, run};
 use crate::record::store::{ScheduleRow, now};
 use crate::record::{LockFile, Store};
 use crate::task::{Fingerprint, resolve};
 use anyhow::{Result, bail};
 use chrono::{DateTime, Utc};
 use sandbox::{CancelFlag, Runner};
+use schedule::{ScheduleState, When, due};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;

@@ -2,14 +2,11 @@
 //! it, benchmark it interleaved with the incumbent (A B, B A, ...) until the judge decides, and
 //! test it again after timing. Every outcome is an `Evaluation` with a stage and a reason.
 
-use super::harness::{Built, Failure, Harness};
-use super::report::Provenance;
-use crate::measure::{Decision, Judge, Sample, SampleSide, Summary, Verdict, same_cases};
+use super::failure::Failure;
+use super::harness::{Built, Harness};
+use crate::measure::{Decision, Judge, Sample, Summary, Verdict, same_cases};
 use crate::record::Stage;
-use crate::record::store::{NewEvaluation, NewSample, StateRow};
-use crate::record::{ChangeKind, RunProposer};
-use crate::task::{Resolved, Task};
-use agent::params_key;
+use crate::task::Task;
 use agent::{Proposal, ProposedChange};
 use sandbox::{Change, FileTree, Limits, RelPath, verify_change};
 use std::collections::BTreeMap;
@@ -32,80 +29,6 @@ pub struct Evaluation {
     pub process_seconds: f64,
     /// True when the run was cancelled during this evaluation: it is not recorded.
     pub cancelled: bool,
-}
-
-impl Evaluation {
-    /// The row an evaluation becomes (its overhead is filled in just before it is written).
-    pub fn record_row(
-        &self,
-        r: &Resolved,
-        why: &Provenance<'_>,
-        chosen: &RunProposer,
-        parent_entry: i64,
-    ) -> NewEvaluation {
-        let ev = self;
-        let proposal: &Proposal = why.proposal;
-        let (kind, payload, params_key) = match &proposal.change {
-            ProposedChange::Diff(d) => (ChangeKind::Diff, serde_json::json!({ "diff": d }), None),
-            ProposedChange::Files(f) => {
-                (ChangeKind::Files, serde_json::json!({ "files": f }), None)
-            }
-            ProposedChange::Params(p) => (
-                ChangeKind::Params,
-                serde_json::json!({ "params": p }),
-                Some(params_key(p)),
-            ),
-        };
-        let mut samples = Vec::new();
-        let mut states = Vec::new();
-        for (round, (a, b)) in ev.pairs.iter().enumerate() {
-            for (side, s) in [(SampleSide::Incumbent, a), (SampleSide::Candidate, b)] {
-                if let Some(state) = &s.state {
-                    states.push(StateRow {
-                        round: round as i64,
-                        side,
-                        state: state.clone(),
-                    });
-                }
-                for (case, v) in &s.cases {
-                    samples.push(NewSample {
-                        round: round as i64,
-                        side,
-                        case: case.clone(),
-                        value: *v,
-                    });
-                }
-            }
-        }
-        NewEvaluation {
-            run_id: why.run_id,
-            seq: why.seq as i64,
-            task: r.task.name.clone(),
-            context_id: r.context_id.clone(),
-            proposer: chosen.kind(),
-            origin: proposal.origin.clone(),
-            note: proposal.note.clone(),
-            kind,
-            payload: payload.to_string(),
-            params_key,
-            diff: ev.diff.clone(),
-            parent_entry_id: Some(parent_entry),
-            verdict: ev.verdict,
-            reason: ev.reason.clone(),
-            stage: ev.stage,
-            gain: ev.summary.as_ref().map(|s| s.gain),
-            incumbent_score: ev.summary.as_ref().map(|s| s.incumbent_score),
-            candidate_score: ev.summary.as_ref().map(|s| s.candidate_score),
-            pairs: ev.pairs.len() as i64,
-            bench_seconds: ev.bench_seconds,
-            process_seconds: ev.process_seconds,
-            overhead_ms: 0.0,
-            log: ev.log.clone(),
-            samples,
-            states,
-            usage: proposal.usage.clone(),
-        }
-    }
 }
 
 /// A unified diff of what `after` changes in `before` (files that differ only).
@@ -299,7 +222,7 @@ impl Harness<'_> {
         };
         ev.summary = Some(summary);
         if matches!(ev.verdict, Verdict::Accepted | Verdict::Quarantined) {
-            self.test(built.ws.path(), &built.outputs, Stage::Retest)?;
+            self.test(&built, Stage::Retest)?;
         }
         ev.tree = Some(built.tree.clone());
         ev.built = Some(built);

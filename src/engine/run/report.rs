@@ -1,9 +1,8 @@
 //! What a run tells people: one progress line per candidate, the commit message of an accepted
 //! entry, and the report at the end with start, best and hand-tuned measured side by side.
 
-use super::evaluate::Evaluation;
-use super::evaluator::Evaluator;
-use crate::measure::{Direction, HELD, Summary, log_gain, median_score, pct};
+use crate::engine::evaluate::{Evaluation, Evaluator};
+use crate::measure::{Direction, HELD, log_gain, median_score};
 use crate::record::{CommitId, Ledger, RunProposer, RunStatus, Store};
 use crate::task::Resolved;
 use anyhow::{Context as _, Result};
@@ -83,34 +82,6 @@ impl Progress<'_> {
 pub fn overhead_ms(iteration: Instant, process_seconds: f64, usage: Option<&agent::Usage>) -> f64 {
     let outside = usage.map_or(0.0, |u| (u.latency_ms + u.process_ms) as f64 / 1000.0);
     (iteration.elapsed().as_secs_f64() - process_seconds - outside).max(0.0) * 1000.0
-}
-
-/// Where an accepted candidate came from, in its ledger commit.
-pub struct Provenance<'a> {
-    pub proposal: &'a agent::Proposal,
-    pub proposer: &'a str,
-    pub run_id: i64,
-    pub seq: usize,
-}
-
-pub fn commit_message(r: &Resolved, why: &Provenance<'_>, reason: &str, s: &Summary) -> String {
-    let mut m = format!(
-        "{}: {} {:.4} -> {:.4} ({})\n\n{reason}\nproposer: {} ({})\nrun {}, candidate {}\ncontext: {}\n",
-        r.task.name,
-        r.task.metric.name,
-        s.incumbent_score,
-        s.candidate_score,
-        pct(s.gain.estimate),
-        why.proposer,
-        why.proposal.origin,
-        why.run_id,
-        why.seq,
-        r.context_id,
-    );
-    if let Some(note) = &why.proposal.note {
-        m.push_str(&format!("note: {note}\n"));
-    }
-    m
 }
 
 /// Builds and measures start, best and hand-tuned side by side, so the summary compares

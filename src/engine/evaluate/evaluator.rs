@@ -2,10 +2,11 @@
 //! kept; or on remote targets, where each job carries its trees and a node builds, tests and
 //! benchmarks them. Either way the verdict is this process's judge's, from the raw samples.
 
-use super::evaluate::{Evaluation, candidate_tree};
-use super::harness::{Built, Failure, Harness};
-use super::remote::Pool;
-use super::remote::wire::{
+use super::evaluation::{Evaluation, candidate_tree};
+use super::failure::Failure;
+use super::harness::{Built, Harness};
+use crate::engine::remote::Pool;
+use crate::engine::remote::wire::{
     Job, Op, Outcome, PROTOCOL, VERSION, WireEvaluation, WireTree, WireWorkload,
 };
 use crate::measure::{Decision, Judge, Sample, Spread};

@@ -2,19 +2,19 @@
 //! rendered with the task, its context, the scores to beat, the history digest and the
 //! incumbent's files, trimmed to the model's context window when it is small.
 
-use super::agent_scratch::Shared;
+use super::scratch::Shared;
 use crate::measure::Direction;
 use crate::task::Task;
 use agent::ProposalContext;
 use agent::llm::Prompts;
 
-const SYSTEM_TOOLS: &str = include_str!("../../prompts/system.txt");
-const SYSTEM_TEXT: &str = include_str!("../../prompts/system_text.txt");
-const SYSTEM_WHOLE_FILE: &str = include_str!("../../prompts/system_whole_file.txt");
-const TASK: &str = include_str!("../../prompts/task.txt");
-const FEEDBACK: &str = include_str!("../../prompts/feedback.txt");
-const NUDGE: &str = include_str!("../../prompts/nudge.txt");
-const SWITCH: &str = include_str!("../../prompts/switch.txt");
+const SYSTEM_TOOLS: &str = include_str!("../../../prompts/system.txt");
+const SYSTEM_TEXT: &str = include_str!("../../../prompts/system_text.txt");
+const SYSTEM_WHOLE_FILE: &str = include_str!("../../../prompts/system_whole_file.txt");
+const TASK: &str = include_str!("../../../prompts/task.txt");
+const FEEDBACK: &str = include_str!("../../../prompts/feedback.txt");
+const NUDGE: &str = include_str!("../../../prompts/nudge.txt");
+const SWITCH: &str = include_str!("../../../prompts/switch.txt");
 
 /// Characters per token, roughly, for code and English: enough to size a prompt.
 const CHARS_PER_TOKEN: u64 = 4;

@@ -3,11 +3,11 @@
 //! context), runs the job through the same harness and sandbox as a local run, and prints one
 //! reply line. Its stdin closing (the controller gone, the connection dropped) cancels the job.
 
-use super::wire::{
+use crate::engine::evaluate::{Built, Harness};
+use crate::engine::remote::wire::{
     Job, Op, Outcome, PROTOCOL, REPLY_MARKER, Reply, VERSION, WireEvaluation, WireSample,
     WireWorkload,
 };
-use crate::engine::harness::{Built, Harness};
 use crate::measure::Judge;
 use crate::task::{Resolved, Task, Workload, resolve::resolve_with};
 use anyhow::{Context as _, Result, bail};
@@ -160,7 +160,11 @@ fn run_job(job: &Job, cancel: CancelFlag) -> Result<Reply> {
     Ok(reply(result))
 }
 
-fn measure(h: &mut Harness<'_>, trees: &[super::wire::WireTree], rounds: usize) -> Result<Outcome> {
+fn measure(
+    h: &mut Harness<'_>,
+    trees: &[crate::engine::remote::wire::WireTree],
+    rounds: usize,
+) -> Result<Outcome> {
     let mut built: Vec<Built> = Vec::new();
     for (i, t) in trees.iter().enumerate() {
         match h.prepare(t.to_tree()?) {

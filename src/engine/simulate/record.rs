@@ -3,8 +3,8 @@
 //! the real harness. The file is rewritten after every tree, and a recording that stopped
 //! resumes from it.
 
-use super::harness::Harness;
-use super::simulate::{Cache, RecordedSample, RecordedTree, tree_key};
+use super::cache::{Cache, RecordedSample, RecordedTree, tree_key};
+use crate::engine::evaluate::Harness;
 use crate::measure::median_score;
 use crate::task::Resolved;
 use anyhow::{Context as _, Result, bail};

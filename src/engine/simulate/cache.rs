@@ -1,17 +1,11 @@
-//! Simulation: a recorded cache of bench samples (every tree of a task's parameter space, several
-//! samples each, per case) replayed instead of the task's processes, so strategies run through
-//! the real loop and judge in seconds. The cache names the task, workload and harness it was
-//! recorded for; a run refuses one that does not match.
+//! A recorded cache of bench samples (every tree of a task's parameter space, several samples
+//! each, per case), as `polymorph record` writes it. The cache names the task, workload and
+//! harness it was recorded for; a run refuses one that does not match.
 
-use super::harness::{Failure, Harness};
-use crate::measure::Sample;
-use crate::record::Stage;
-use crate::task::{Resolved, Task, branch_name};
+use crate::task::{Resolved, Task};
 use agent::{Params, params_key};
 use anyhow::{Context as _, Result, bail};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use sandbox::{CancelFlag, FileTree, Runner, sha256_hex};
+use sandbox::{FileTree, sha256_hex};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -169,104 +163,4 @@ pub fn tree_key(task: &Task, tree: &FileTree) -> String {
         .map(|(p, b)| format!("{p}\0{}\n", sha256_hex(b)))
         .collect();
     sha256_hex(listing.as_bytes())
-}
-
-/// A cache being replayed: samples drawn at random (seeded) from each tree's recorded ones.
-pub struct Simulation {
-    trees: BTreeMap<String, RecordedTree>,
-    rng: ChaCha8Rng,
-}
-
-impl Simulation {
-    pub fn new(cache: Cache, seed: u64) -> Self {
-        Simulation {
-            trees: cache
-                .trees
-                .into_iter()
-                .map(|t| (t.key.clone(), t))
-                .collect(),
-            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_cace),
-        }
-    }
-
-    /// What the build and test of `tree` did when the cache was recorded.
-    pub fn prepare(&self, task: &Task, tree: &FileTree) -> Result<(), Failure> {
-        let t = find(&self.trees, task, tree, Stage::Build)?;
-        match &t.failed {
-            Some(why) => {
-                let stage = if why.starts_with("build failed") {
-                    Stage::Build
-                } else {
-                    Stage::Test
-                };
-                Err(Failure::new(stage, format!("{why} (recorded)")))
-            }
-            None => Ok(()),
-        }
-    }
-
-    /// One recorded sample of `tree`, drawn at random, and the seconds its process took.
-    pub fn bench(&mut self, task: &Task, tree: &FileTree) -> Result<(Sample, f64), Failure> {
-        let t = find(&self.trees, task, tree, Stage::Bench)?;
-        if t.samples.is_empty() {
-            return Err(Failure::new(
-                Stage::Bench,
-                "simulation: no samples recorded for this tree",
-            ));
-        }
-        let s = &t.samples[self.rng.random_range(0..t.samples.len())];
-        Ok((
-            Sample {
-                cases: s.cases.clone(),
-                limit: s.limit,
-                state: None,
-            },
-            s.seconds,
-        ))
-    }
-}
-
-/// The recorded tree whose editable files are `tree`'s.
-fn find<'a>(
-    trees: &'a BTreeMap<String, RecordedTree>,
-    task: &Task,
-    tree: &FileTree,
-    stage: Stage,
-) -> Result<&'a RecordedTree, Failure> {
-    trees.get(&tree_key(task, tree)).ok_or_else(|| {
-        let what = task
-            .params_of(tree)
-            .map(|p| format!(" (params {})", params_key(&p)))
-            .unwrap_or_default();
-        Failure::new(
-            stage,
-            format!("simulation: the cache holds no measurements of this tree{what}"),
-        )
-    })
-}
-
-/// Loads the cache a simulated run replays, checks it fits the task, and moves the run into
-/// the cache's own context.
-pub(super) fn simulated(r: &mut Resolved, path: &Path) -> Result<Cache> {
-    let cache = Cache::load(path)?;
-    cache.check_matches(r, path)?;
-    r.fingerprint.simulation = Cache::digest(path)?;
-    r.context_id = r.fingerprint.id();
-    r.branch = branch_name(&r.task.name, &r.context_id);
-    Ok(cache)
-}
-
-/// The harness for the run's commands, replaying `cache` when the run is simulated.
-pub(super) fn harness<'a>(
-    r: &'a Resolved,
-    runner: &'a Runner,
-    cancel: CancelFlag,
-    cache: Option<&Cache>,
-    seed: u64,
-) -> Result<Harness<'a>> {
-    let mut h = Harness::new(&r.task, &r.source, runner, cancel, r.workload.as_ref())?;
-    if let Some(c) = cache {
-        h.simulate(Simulation::new(c.clone(), seed));
-    }
-    Ok(h)
 }

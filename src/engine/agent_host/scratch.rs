@@ -2,8 +2,8 @@
 //! model reads and writes through the host (editable files only) and whose build-and-test runs
 //! through the same sandbox as every evaluation.
 
-use super::agent_host::AgentSettings;
-use super::harness::Harness;
+use super::settings::AgentSettings;
+use crate::engine::evaluate::Harness;
 use crate::task::{Task, Workload};
 use agent::llm::{BuildReport, ModelClient, ToolHost};
 use sandbox::{CancelFlag, FileTree, RelPath, Runner};

@@ -3,10 +3,11 @@
 //! runtime and database connections, each writing its own run row and ledger branch, so a result
 //! always lands in the context of the node that measured it.
 
-use super::evaluator::base_job;
-use super::remote::{Pool, Remote, Target, TargetOptions};
+use super::in_context::{Context, run_in_context};
+use super::options::RunOptions;
 use super::report::RunReport;
-use super::run::{Context, RunOptions, run_in_context};
+use crate::engine::evaluate::base_job;
+use crate::engine::remote::{Pool, Remote, Target, TargetOptions};
 use crate::record::Store;
 use crate::task::{Resolved, branch_name};
 use anyhow::{Context as _, Result, bail};

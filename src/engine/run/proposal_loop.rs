@@ -2,12 +2,13 @@
 //! incumbent forward on each accepted candidate. Evaluations are recorded whole or not at all,
 //! and the ledger branch only moves after its entry is in runs.db.
 
-use super::evaluate::Evaluation;
-use super::evaluator::Evaluator;
+use super::attempt::Attempt;
 use super::ledger_sync::sync_ledger;
 use super::observations::Observations;
-use super::report::{Progress, Provenance, commit_message, overhead_ms, ratio, references};
-use super::run::{Attempt, RunOptions};
+use super::options::RunOptions;
+use super::recording::{Provenance, commit_message, record_row};
+use super::report::{Progress, overhead_ms, ratio, references};
+use crate::engine::evaluate::{Evaluation, Evaluator};
 use crate::measure::{Judge, Verdict};
 use crate::record::store::{NewEntry, Superseded};
 use crate::record::{CommitId, Ledger, RunProposer, Store};
@@ -251,7 +252,7 @@ impl<'a> Loop<'a> {
         progress: bool,
     ) -> Result<()> {
         let (r, task) = (self.r, &self.r.task);
-        let mut record = ev.record_row(r, why, chosen, self.incumbent_entry);
+        let mut record = record_row(ev, r, why, chosen, self.incumbent_entry);
         if let Some(key) = &record.params_key {
             self.tried.insert(key.clone());
         }
@@ -291,7 +292,7 @@ impl<'a> Loop<'a> {
             );
             ev.tree = None;
             ev.built = None;
-            let mut record = ev.record_row(r, why, chosen, self.incumbent_entry);
+            let mut record = record_row(ev, r, why, chosen, self.incumbent_entry);
             record.overhead_ms = overhead.ms(usage);
             self.store.record(&record, None).await?;
             self.rebase(progress).await?;

@@ -1,28 +1,14 @@
 //! Choosing a run's proposer: `auto` resolved to search or the agent, a replay file made
 //! absolute (a resumed run reads the same file), and the proposer built for the run.
 
-use super::agent_host::{AgentProposer, AgentSettings, ENV_API_KEY, ENV_BASE_URL};
-use super::run::RunOptions;
+use super::options::{RunOptions, Strategy};
+use crate::engine::agent_host::{AgentProposer, AgentSettings, ENV_API_KEY, ENV_BASE_URL};
 use crate::measure::Direction;
-use crate::measure::text_enum::text_enum;
 use crate::record::{ProposerChoice, RunProposer};
 use crate::task::{Fingerprint, Resolved, Task};
 use agent::{Goal, ModelProposer, Proposer, ReplayProposer, SearchProposer};
 use anyhow::{Context as _, Result, bail};
 use sandbox::{CancelFlag, Runner};
-
-text_enum! {
-    /// How the search proposer chooses assignments.
-    pub enum Strategy {
-        /// A surrogate model fitted to every measurement in the context, racing screened
-        /// contenders and judging only their leader in full.
-        Model = "model",
-        /// Local moves around the incumbent with 30% random draws.
-        Hill = "hill",
-        /// Uniform draws over the untried assignments.
-        Random = "random",
-    }
-}
 
 /// The proposer a run uses for `choice`; fails with what to do when none fits the task.
 pub fn resolve_proposer(

@@ -1,0 +1,86 @@
+//! The agent's settings: the endpoint, key and model from the environment as every
+//! OpenAI-compatible client names them, and the flags of `run` and `schedule`.
+
+use agent::llm::Protocol;
+use anyhow::{Result, bail};
+use std::time::Duration;
+
+/// Environment variables, as every OpenAI-compatible client names them.
+pub const ENV_BASE_URL: &str = "OPENAI_BASE_URL";
+pub const ENV_API_KEY: &str = "OPENAI_API_KEY";
+pub const ENV_MODEL: &str = "POLYMORPH_MODEL";
+
+/// Model used when none is named: any server maps or rejects it with a clear message.
+const DEFAULT_MODEL: &str = "gpt-4o-mini";
+/// Base URL when only a key is configured.
+const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// A streaming server that sends nothing for this long has hung: even a CPU server produces a
+/// token every fraction of a second once it has started.
+const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone)]
+pub struct AgentSettings {
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub model: String,
+    pub protocol: Protocol,
+    /// How long a request may wait for the model's first token.
+    pub request_timeout: Duration,
+    /// The longest pause in a streamed reply before the server counts as hung.
+    pub idle_timeout: Duration,
+    pub max_turns: usize,
+    pub max_tokens_per_proposal: u64,
+    /// Tokens for the whole run; the agent stops proposing past it.
+    pub token_budget: u64,
+    pub temperature: f64,
+    /// Conversations run at once when the agent needs new proposals.
+    pub concurrency: usize,
+    /// The model's context window in tokens (`--context-window`, else what the server's
+    /// /v1/models says); a small one gets a compact first prompt.
+    pub context_window: Option<u64>,
+}
+
+impl AgentSettings {
+    /// Whether an endpoint is configured in the environment (what `--proposer auto` checks).
+    pub fn configured() -> bool {
+        [ENV_BASE_URL, ENV_API_KEY]
+            .iter()
+            .any(|k| std::env::var(k).is_ok_and(|v| !v.is_empty()))
+    }
+
+    pub fn from_env(
+        model: Option<String>,
+        protocol: &str,
+        request_timeout_s: u64,
+        token_budget: u64,
+        concurrency: usize,
+    ) -> Result<Self> {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let base_url = env(ENV_BASE_URL).unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        let protocol = match protocol {
+            "tools" => Protocol::Tools,
+            "text" => Protocol::Text,
+            "whole-file" => Protocol::WholeFile,
+            other => bail!("--agent-protocol {other:?}: expected tools, text or whole-file"),
+        };
+        if request_timeout_s == 0 {
+            bail!("--request-timeout must be at least 1 second");
+        }
+        Ok(AgentSettings {
+            base_url,
+            api_key: env(ENV_API_KEY),
+            model: model
+                .or_else(|| env(ENV_MODEL))
+                .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+            protocol,
+            request_timeout: Duration::from_secs(request_timeout_s),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_turns: 24,
+            max_tokens_per_proposal: 200_000,
+            token_budget,
+            temperature: 0.2,
+            concurrency: concurrency.max(1),
+            context_window: None,
+        })
+    }
+}

@@ -1,0 +1,17 @@
+//! Evaluation: a proposal verified, applied, built, tested and judged against the incumbent
+//! through the harness, here or on remote targets. The harness runs commands through the
+//! `Processes` seam, which the task's real processes and a replayed cache both implement.
+
+mod evaluation;
+mod evaluator;
+mod failure;
+mod harness;
+mod processes;
+mod spawned;
+
+pub use evaluation::{Evaluation, candidate_tree, tree_diff};
+pub use evaluator::{Evaluator, base_job};
+pub use failure::{Failure, tail};
+pub use harness::{Built, Harness};
+pub use processes::{Benched, Processes};
+pub use spawned::Spawned;

@@ -1,0 +1,33 @@
+//! The seam between the harness and what runs a tree's commands: the task's own processes
+//! (`Spawned`), a recorded cache replayed (`simulate::Replay`), or a test's script. The harness
+//! keeps everything else (the workspace, the hash checks before every command, the times), so a
+//! simulated run and a test go through exactly the checks a real run does.
+
+use super::failure::Failure;
+use crate::measure::Sample;
+use crate::record::Stage;
+use sandbox::FileTree;
+use std::path::Path;
+use std::time::Duration;
+
+/// One bench process's sample and the wall time it counts as benchmarking.
+pub struct Benched {
+    pub sample: Sample,
+    pub seconds: Duration,
+}
+
+/// Runs a task's build, test and bench for one tree in its workspace.
+pub trait Processes {
+    /// Builds `tree` in `dir`, whose harness files were just verified.
+    fn build(&mut self, tree: &FileTree, dir: &Path) -> Result<(), Failure>;
+    /// Runs the task's test in `dir`; `stage` is `Test`, or `Retest` after benchmarking.
+    fn test(&mut self, tree: &FileTree, dir: &Path, stage: Stage) -> Result<(), Failure>;
+    /// One bench process: one sample.
+    fn bench(&mut self, tree: &FileTree, dir: &Path) -> Result<Benched, Failure>;
+    /// Wall time spent in the task's processes since the last call (every command, benches
+    /// included, and waiting for the bench lock); reset. A replay spends none.
+    fn take_process_time(&mut self) -> Duration;
+    /// Whether nothing after the build can write the tree or outlive its command (bwrap, or no
+    /// process at all), so a file's stamp is proof enough that it is unchanged.
+    fn frozen_after_build(&self) -> bool;
+}

@@ -1,0 +1,177 @@
+//! One run in one context: proposer, ledger branch, run row, the loop, and the final
+//! side-by-side measurement of start, best and hand-tuned.
+
+use super::attempt::{Attempt, start_or_resume};
+use super::ledger_sync::sync_ledger;
+use super::options::RunOptions;
+use super::proposal_loop::Loop;
+use super::proposers::{make_proposer, resolve_proposer};
+use super::report::{RunReport, final_measurement};
+use super::warm_start::warm_start;
+use crate::engine::evaluate::{Evaluator, base_job};
+use crate::engine::remote::{NoTargetLeft, Pool};
+use crate::engine::simulate::{Cache, harness};
+use crate::record::{Ledger, RunProposer, RunStatus, Store};
+use crate::task::Resolved;
+use anyhow::{Context as _, Result};
+use sandbox::{CancelFlag, Runner};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+/// A resolved task in one context and where its evaluations run.
+pub struct Context {
+    pub r: Resolved,
+    /// A recorded cache replayed instead of the task's processes (`--simulate`).
+    pub cache: Option<Cache>,
+    /// The remote targets of this context; `None`: here.
+    pub pool: Option<Pool>,
+    /// Put before each progress line when several contexts run side by side.
+    pub label: String,
+}
+
+/// One run in one context: proposer, ledger branch, run row, loop, final measurement.
+pub async fn run_in_context(
+    store: &Store,
+    ledger_path: &Path,
+    ctx: Context,
+    opts: &RunOptions,
+    runner: &Runner,
+    cancel: CancelFlag,
+) -> Result<RunReport> {
+    let Context {
+        r,
+        cache,
+        pool,
+        label,
+    } = ctx;
+    let task = &r.task;
+    let chosen = resolve_proposer(&opts.proposer, task, opts.agent.as_ref())?;
+    let ledger = Ledger::open_or_init(ledger_path)?;
+    ledger.check_writable()?;
+    store
+        .upsert_context(
+            &task.name,
+            &r.context_id,
+            &serde_json::to_string(&r.fingerprint)?,
+        )
+        .await?;
+    let (entry, commit) = sync_ledger(store, &ledger, &r).await?;
+    let at = start_or_resume(store, &r, &chosen, opts).await?;
+    let mut proposer = make_proposer(
+        &chosen,
+        &r,
+        runner,
+        cancel.clone(),
+        at.seed.wrapping_add(at.done as u64),
+        at.done,
+        opts,
+    )?;
+    if opts.warm_start
+        && cache.is_none()
+        && store
+            .candidates_in_context(&task.name, &r.context_id)
+            .await?
+            == 0
+    {
+        let warm = warm_start(store, &ledger, &r).await?;
+        if !warm.is_empty() && opts.progress {
+            eprintln!(
+                "new context {}: first re-measuring {} best entries of neighbouring contexts",
+                r.context_id,
+                warm.len()
+            );
+        }
+        proposer = Box::new(agent::Prepend::new(warm, proposer));
+    }
+    let outcome = async {
+        let exec = match pool {
+            Some(pool) => Evaluator::remote(pool, base_job(&r)?, &r, cancel.clone()),
+            None => Evaluator::local(harness(
+                &r,
+                runner,
+                cancel.clone(),
+                cache.as_ref(),
+                at.seed,
+            )?),
+        };
+        let mut lp =
+            Loop::start(store, &ledger, &r, exec, cancel.clone(), &at, entry, commit).await?;
+        lp.label = label;
+        let message = lp.run(opts, at.done, &chosen, proposer.as_mut()).await?;
+        anyhow::Ok((message, lp.incumbent_commit, lp.exec))
+    }
+    .await;
+    let (status, message) = match &outcome {
+        Ok((m, ..)) if cancel.load(Ordering::SeqCst) => (RunStatus::Interrupted, m.clone()),
+        Ok((m, ..)) => (RunStatus::Finished, m.clone()),
+        Err(e) if e.downcast_ref::<NoTargetLeft>().is_some() => {
+            (RunStatus::Interrupted, Some(format!("{e:#}")))
+        }
+        Err(e) => (RunStatus::Failed, Some(format!("{e:#}"))),
+    };
+    store
+        .finish_run(at.run_id, status, message.as_deref())
+        .await?;
+    let (message, best_commit, exec) = outcome?;
+    let mut report = report(store, &r, &at, chosen, status, message).await?;
+    if status == RunStatus::Finished {
+        // The run is over and recorded: a stop during the reference figures costs only them.
+        let mut exec = if exec.is_local() {
+            Evaluator::local(harness(
+                &r,
+                runner,
+                cancel.clone(),
+                cache.as_ref(),
+                at.seed.wrapping_add(1),
+            )?)
+        } else {
+            exec
+        };
+        let measured = final_measurement(&r, &ledger, &mut exec, best_commit, &mut report);
+        match measured {
+            Err(_) if cancel.load(Ordering::SeqCst) => {
+                report.message = Some(
+                    "stopped before the final side-by-side measurement; the run itself finished"
+                        .into(),
+                );
+            }
+            other => other?,
+        }
+    }
+    Ok(report)
+}
+
+async fn report(
+    store: &Store,
+    r: &Resolved,
+    at: &Attempt,
+    proposer: RunProposer,
+    status: RunStatus,
+    message: Option<String>,
+) -> Result<RunReport> {
+    let run_row = store.run(at.run_id).await?.context("run row vanished")?;
+    let counts = run_row.counts;
+    let best = store.incumbent(&r.branch).await?;
+    Ok(RunReport {
+        run_id: at.run_id,
+        task: r.task.name.clone(),
+        context_id: r.context_id.clone(),
+        branch: r.branch.clone(),
+        proposer,
+        resumed: at.resumed,
+        candidates: counts.total() as usize,
+        accepted: counts.accepted as usize,
+        rejected: counts.rejected as usize,
+        held: counts.held as usize,
+        failed: counts.failed as usize,
+        quarantined: counts.quarantined as usize,
+        status,
+        message,
+        start_score: run_row.start_score,
+        best_score: None,
+        hand_tuned_score: run_row.hand_tuned_score,
+        metric: r.task.metric.name.clone(),
+        best_entry: best.as_ref().map(|b| b.id),
+        best_commit: best.map(|b| b.commit_sha),
+    })
+}
