@@ -123,7 +123,10 @@ fn main() {
             Proposal {
                 change: ProposedChange::Files(BTreeMap::from([("kernel.c".to_string(), text)])),
                 note: None,
-                origin: format!("null {i}"),
+                origin: agent::Origin::Replay {
+                    file: "null".into(),
+                    line: i + 1,
+                },
                 usage: None,
                 screen_only: false,
             }
@@ -144,7 +147,10 @@ fn main() {
                 format!("#define PAD_PERMILLE 0\n/* trial {i} */\n"),
             )])),
             note: None,
-            origin: format!("planted {i}"),
+            origin: agent::Origin::Replay {
+                file: "planted".into(),
+                line: i + 1,
+            },
             usage: None,
             screen_only: false,
         })

@@ -99,9 +99,9 @@ async fn one(b: &Bench, strategy: Strategy, seed: u64, budget: usize) -> Outcome
         *slot += pairs;
         // Measured again are only a race's leader, judged in full after its screen, and a
         // near-tie's screen taken in two parts, no longer in all than one screen.
-        let allowed = match r[3].as_str() {
-            Some("search(model-confirm)") => true,
-            Some(origin) if origin == agent::RESCREEN_ORIGIN => before + pairs <= b.screen_pairs,
+        let allowed = match r[3].as_str().and_then(|o| o.parse::<agent::Origin>().ok()) {
+            Some(agent::Origin::Confirm) => true,
+            Some(agent::Origin::Rescreen) => before + pairs <= b.screen_pairs,
             _ => false,
         };
         repeats += usize::from(before > 0 && !allowed);

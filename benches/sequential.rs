@@ -8,7 +8,7 @@
 //! cargo bench --bench sequential [-- SIMS]   (default 20000 per cell)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use polymorph::measure::sequential::{Noise, simulate};
+use polymorph::measure::power::{Noise, simulate};
 use polymorph::measure::{Direction, JudgeSettings, Metric, signed_rank_interval};
 use rand::SeedableRng;
 

@@ -3,8 +3,8 @@
 use clap::{Args, Parser, Subcommand};
 use polymorph::engine::Strategy;
 use polymorph::engine::remote::Target;
+use polymorph::measure::Verdict;
 use polymorph::record::ProposerChoice;
-use polymorph::view::VerdictFilter;
 use std::path::PathBuf;
 
 /// Environment variable naming the default runs.db.
@@ -211,10 +211,10 @@ pub struct HistoryArgs {
     /// Only runs started since: a date (2026-11-30, or RFC 3339) or an age (12h, 7d).
     #[arg(long)]
     pub since: Option<String>,
-    /// Only runs with at least one candidate of this verdict (accepted, rejected, failed,
-    /// quarantined), or held: rejected after its screen as a contender of the search's race.
+    /// Only runs with at least one candidate of this verdict: accepted, rejected, held (a
+    /// contender of the search's race, kept after its screen), failed or quarantined.
     #[arg(long)]
-    pub verdict: Option<VerdictFilter>,
+    pub verdict: Option<Verdict>,
     /// Also draw the shown runs' best-so-far curve and every candidate's gain into this SVG file.
     #[arg(long)]
     pub plot: Option<PathBuf>,

@@ -6,15 +6,18 @@ mod error;
 mod features;
 pub mod llm;
 mod model;
+mod origin;
 mod prepend;
 mod race;
 mod replay;
 mod search;
 mod surrogate;
+mod tuning;
 
 pub use error::AgentError;
 
 pub use model::{Goal, ModelProposer};
+pub use origin::{Origin, Reach};
 pub use prepend::Prepend;
 pub use replay::ReplayProposer;
 pub use search::{ParamSpace, SearchProposer, params_key};
@@ -42,8 +45,8 @@ pub struct Proposal {
     pub change: ProposedChange,
     /// Why the proposer thinks this might help (free text, optional).
     pub note: Option<String>,
-    /// Where it came from, e.g. `search(local)` or `replay:cands.jsonl:3`.
-    pub origin: String,
+    /// Where it came from.
+    pub origin: Origin,
     /// What producing it cost, for proposers that call a model.
     pub usage: Option<Usage>,
     /// Only screen it: a few pairs against the incumbent, never accepted, so that a race of
@@ -74,23 +77,10 @@ pub struct Observation {
     pub params: Params,
     pub candidate: BTreeMap<String, f64>,
     pub incumbent: BTreeMap<String, f64>,
-    /// Measured by a screen-only proposal (origin `SCREEN_ORIGIN` or `RESCREEN_ORIGIN`): a
-    /// contender, not judged.
+    /// Measured by a screen-only proposal (`Origin::screen_only`): a contender, not judged.
     pub screened_only: bool,
     /// The pairs it was measured in.
     pub pairs: usize,
-}
-
-/// The origin of a screen-only proposal of the model search, as recorded with its candidate.
-pub const SCREEN_ORIGIN: &str = "search(model-screen)";
-
-/// The origin of the rest of a contender's screen, taken when it ties with the race's leader
-/// after a first pair that settled only whether it is held.
-pub const RESCREEN_ORIGIN: &str = "search(model-rescreen)";
-
-/// Whether a candidate of this origin was a screen-only proposal.
-pub fn screen_origin(origin: &str) -> bool {
-    origin == SCREEN_ORIGIN || origin == RESCREEN_ORIGIN
 }
 
 /// What a proposer may look at when choosing the next candidate.

@@ -11,40 +11,20 @@
 //! the near-ties at the top of a race against a far slower incumbent have had their whole screen.
 
 use crate::features::{Features, indices};
-use crate::race::{NEAR, Race, Step, unsettled_near_tie};
-use crate::search::{ParamSpace, fresh, sweep};
+use crate::race::{Race, Step, unsettled_near_tie};
+use crate::search::{ParamSpace, fresh, sweep, untried};
 use crate::surrogate::Surrogate;
+use crate::tuning::{
+    BIG_STEP, DENSITY_CANDIDATES, DENSITY_DRAWS, FRESH_DRAWS, GOOD_SHARE, LOCAL_MOVES,
+    MAX_ENUMERATED, NEAR, NEIGHBOUR, PENALTY, PRIOR, WIDE_RATE,
+};
 use crate::{
-    AgentError, Observation, Params, Proposal, ProposalContext, ProposedChange, Proposer,
-    RESCREEN_ORIGIN, SCREEN_ORIGIN, params_key,
+    AgentError, Observation, Origin, Params, Proposal, ProposalContext, ProposedChange, Proposer,
+    Reach, params_key,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, HashMap};
-
-/// Share of proposals chosen from the whole space (every one-knob neighbour of the incumbent
-/// and of the best measured, and draws from the good density) rather than among local moves.
-const EXPLORE_RATE: f64 = 0.25;
-/// Local moves (one or two knobs stepped to a neighbouring value) drawn around the incumbent.
-const LOCAL_MOVES: usize = 40;
-/// Share of the observations that form the "good" density.
-const GOOD_SHARE: f64 = 0.25;
-/// Fresh draws from the good density among which the best ratio is chosen.
-const CANDIDATES: usize = 48;
-/// Draws attempted to find them (many fall on tried or invalid points).
-const MAX_DRAWS: usize = 2_000;
-/// Pseudo-count spread evenly over a parameter's values, so no value is ever ruled out.
-const PRIOR: f64 = 1.0;
-/// Weight an observed value lends to its neighbours in the declared order.
-const NEIGHBOUR: f64 = 0.5;
-/// Spaces of at most this many assignments are enumerated once: the surrogate's hope for a race
-/// is then taken over every fresh assignment, and its effects can follow an algorithm choice.
-const MAX_ENUMERATED: usize = 4_096;
-/// A race's leader this many times better than the incumbent (in screening) is judged in full
-/// without first screening its neighbours.
-const BIG_STEP: f64 = 2.0;
-/// Objective lost per unit of log-ratio by which a case falls past the tolerance.
-const PENALTY: f64 = 4.0;
 
 /// What the judge accepts, from the task's `[metric]`.
 #[derive(Debug, Clone, Copy)]
@@ -59,8 +39,8 @@ pub struct Goal {
 /// The surrogate's choice among the fresh candidates.
 struct Modelled {
     params: Params,
-    /// `local` or `wide`: the pool it was chosen from.
-    how: &'static str,
+    /// The pool it was chosen from: `Local` or `Wide`.
+    how: Reach,
     /// The best objective the surrogate hopes for from a fresh assignment (any, where the space
     /// was enumerated, else one of the pool): expected, plus the bonus for effects never measured.
     hope: f64,
@@ -211,14 +191,14 @@ impl ModelProposer {
         p
     }
 
-    /// Which of the enumerated assignments are fresh (neither measured nor the incumbent), so
-    /// that each proposal decides it once per assignment; empty when the space was too large.
+    /// Which of the enumerated (valid) assignments are `untried`, so that each proposal decides
+    /// it once per assignment; empty when the space was too large.
     fn fresh_flags(&self, ctx: &ProposalContext) -> Vec<bool> {
         let incumbent = ctx.incumbent_params.as_ref().map(params_key);
         self.valid
             .iter()
             .flatten()
-            .map(|(key, _)| !ctx.tried_params.contains(key) && incumbent.as_ref() != Some(key))
+            .map(|(key, _)| untried(ctx, incumbent.as_deref(), key))
             .collect()
     }
 
@@ -264,7 +244,7 @@ impl ModelProposer {
     }
 
     fn random_fresh(&mut self, ctx: &ProposalContext) -> Option<Params> {
-        (0..MAX_DRAWS)
+        (0..FRESH_DRAWS)
             .map(|_| self.space.random(&mut self.rng))
             .find(|p| fresh(&self.space, p, ctx))
             .or_else(|| sweep(&self.space, ctx, &mut self.rng))
@@ -288,7 +268,7 @@ impl ModelProposer {
         let n_good = ((ranked.len() as f64 * GOOD_SHARE).ceil() as usize).clamp(1, ranked.len());
         let good: Vec<&Params> = ranked[..n_good].iter().map(|(_, p)| p).collect();
         let mut pool: Vec<Params> = Vec::new();
-        if !self.rng.random_bool(EXPLORE_RATE)
+        if !self.rng.random_bool(WIDE_RATE)
             && let Some(inc) = base.or(ctx.incumbent_params.as_ref())
         {
             for _ in 0..LOCAL_MOVES {
@@ -298,7 +278,11 @@ impl ModelProposer {
                 }
             }
         }
-        let how = if pool.is_empty() { "wide" } else { "local" };
+        let how = if pool.is_empty() {
+            Reach::Wide
+        } else {
+            Reach::Local
+        };
         if pool.is_empty() {
             for base in ctx.incumbent_params.iter().chain(good.first().copied()) {
                 pool.extend(
@@ -310,8 +294,8 @@ impl ModelProposer {
             }
             let l = self.density(&good);
             let mut found = 0;
-            for _ in 0..MAX_DRAWS {
-                if found == CANDIDATES {
+            for _ in 0..DENSITY_DRAWS {
+                if found == DENSITY_CANDIDATES {
                     break;
                 }
                 let p = self.draw(&l);
@@ -395,7 +379,7 @@ impl Proposer for ModelProposer {
         let modelled = self.modelled(&ranked, ctx, base.as_ref(), &flags);
         let (p, how, hope) = match &modelled {
             Some(m) => (Some(m.params.clone()), m.how, m.hope),
-            None => (self.random_fresh(ctx), "explore", f64::INFINITY),
+            None => (self.random_fresh(ctx), Reach::Explore, f64::INFINITY),
         };
         let mut screen_only = false;
         if ctx.can_screen {
@@ -413,7 +397,7 @@ impl Proposer for ModelProposer {
                             note: Some(
                                 "a near-tie at the top of the race: the rest of its screen, before the leader is judged in full".into(),
                             ),
-                            origin: RESCREEN_ORIGIN.to_string(),
+                            origin: Origin::Rescreen,
                             change: ProposedChange::Params(again),
                             usage: None,
                             screen_only: true,
@@ -426,7 +410,7 @@ impl Proposer for ModelProposer {
                             note: Some(
                                 "a one-step neighbour of the race's leader, screened before the leader is judged in full".into(),
                             ),
-                            origin: SCREEN_ORIGIN.to_string(),
+                            origin: Origin::Screen,
                             change: ProposedChange::Params(next),
                             usage: None,
                             screen_only: true,
@@ -437,7 +421,7 @@ impl Proposer for ModelProposer {
                             "the race's leader ({:+.1}% on the incumbent in screening, the best of its contenders), judged in full",
                             screened.exp_m1() * 100.0
                         )),
-                        origin: "search(model-confirm)".into(),
+                        origin: Origin::Confirm,
                         change: ProposedChange::Params(leader),
                         usage: None,
                         screen_only: false,
@@ -451,16 +435,17 @@ impl Proposer for ModelProposer {
         let measured = ctx.observations.len();
         Ok(p.map(|p| Proposal {
             note: Some(match ranked.first() {
-                Some((best, _)) if how != "explore" && best.is_finite() => format!(
-                    "model ({how}): the best predicted of the fresh candidates, from {measured} measured (the best of them {:+.1}% on the incumbent)",
+                Some((best, _)) if how != Reach::Explore && best.is_finite() => format!(
+                    "model ({}): the best predicted of the fresh candidates, from {measured} measured (the best of them {:+.1}% on the incumbent)",
+                    how.as_str(),
                     (best.exp() - 1.0) * 100.0
                 ),
-                _ => format!("{how} draw"),
+                _ => format!("{} draw", how.as_str()),
             }),
             origin: if screen_only {
-                SCREEN_ORIGIN.to_string()
+                Origin::Screen
             } else {
-                format!("search(model-{how})")
+                Origin::Model(how)
             },
             change: ProposedChange::Params(p),
             usage: None,

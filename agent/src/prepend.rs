@@ -54,7 +54,10 @@ mod tests {
         let first = Proposal {
             change: ProposedChange::Diff("first".into()),
             note: None,
-            origin: "warm".into(),
+            origin: crate::Origin::WarmStart {
+                context: "c".into(),
+                entry: 1,
+            },
             usage: None,
             screen_only: false,
         };
@@ -62,9 +65,9 @@ mod tests {
         let ctx = ProposalContext::default();
         let mut got = Vec::new();
         while let Ok(Some(next)) = p.next(&ctx).await {
-            got.push(next.origin);
+            got.push(next.origin.to_string());
         }
-        assert_eq!(got, ["warm", "replay:r.jsonl:1"]);
+        assert_eq!(got, ["warm-start(c:e1)", "replay:r.jsonl:1"]);
         assert_eq!(p.name(), "replay");
     }
 

@@ -4,17 +4,9 @@
 //! candidate that passes screening would lock a run into that candidate's family: from there the
 //! per-case guard refuses a better configuration that trades one case for another with it.
 
+use crate::tuning::{MAX_SCREENS, MIN_SCREENS, NEAR, STALL};
 use crate::{Observation, Params, ProposalContext};
 use std::collections::HashSet;
-
-/// Screens a race takes before its leader may be confirmed, unless the run is ending.
-const MIN_SCREENS: usize = 8;
-/// Screens after which the leader is confirmed whatever the model still hopes for.
-const MAX_SCREENS: usize = 16;
-/// Screens in a row that did not change the leader, after which it is confirmed.
-const STALL: usize = 4;
-/// Contenders within this much of the leader's objective (a log-ratio: 5%) are near-ties.
-pub(crate) const NEAR: f64 = 0.05;
 
 /// What the search does next.
 #[derive(Debug, PartialEq)]

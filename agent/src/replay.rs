@@ -2,7 +2,7 @@
 //! `{"files": {...}}` or `{"params": {...}}`, optional `"note"`). The whole file is checked
 //! when it is opened, so a bad line is reported with its number before anything runs.
 
-use crate::{AgentError, Proposal, ProposalContext, ProposedChange, Proposer};
+use crate::{AgentError, Origin, Proposal, ProposalContext, ProposedChange, Proposer};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -60,7 +60,10 @@ impl ReplayProposer {
             items.push(Proposal {
                 change,
                 note: parsed.note,
-                origin: format!("replay:{name}:{line}"),
+                origin: Origin::Replay {
+                    file: name.to_string(),
+                    line,
+                },
                 usage: None,
                 screen_only: false,
             });
@@ -105,7 +108,7 @@ mod tests {
         r.skip(1);
         let p = r.next(&ProposalContext::default()).await.ok().flatten();
         assert_eq!(
-            p.map(|p| (p.origin, p.note)),
+            p.map(|p| (p.origin.to_string(), p.note)),
             Some(("replay:c.jsonl:3".to_string(), Some("n".to_string())))
         );
         for (bad, want) in [

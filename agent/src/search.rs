@@ -2,20 +2,15 @@
 //! two knobs stepped to a neighbouring value) with random exploration, honours the declared
 //! constraints, and never offers an assignment already measured in this context.
 
-use crate::{AgentError, Params, Proposal, ProposalContext, ProposedChange, Proposer};
+use crate::tuning::{FRESH_DRAWS, HILL_EXPLORE_RATE, MAX_SWEPT};
+use crate::{
+    AgentError, Origin, Params, Proposal, ProposalContext, ProposedChange, Proposer, Reach,
+};
 use evalexpr::{ContextWithMutableVariables, DefaultNumericTypes, HashMapContext, Node};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
-
-/// Share of proposals drawn uniformly from the whole space rather than near the incumbent:
-/// enough to escape a local optimum, few enough that good regions get refined.
-const EXPLORE_RATE: f64 = 0.3;
-/// Random draws tried before falling back to walking the whole space.
-const MAX_DRAWS: usize = 500;
-/// Largest space enumerated when random draws keep hitting tried or invalid points.
-const MAX_ENUMERATED: usize = 1_000_000;
 
 /// A canonical key for an assignment (sorted keys, compact JSON): two equal assignments have
 /// the same key.
@@ -283,7 +278,7 @@ impl SearchProposer {
         SearchProposer {
             space,
             rng: ChaCha8Rng::seed_from_u64(seed),
-            explore_rate: EXPLORE_RATE,
+            explore_rate: HILL_EXPLORE_RATE,
         }
     }
 
@@ -300,11 +295,17 @@ impl SearchProposer {
     }
 }
 
-/// Valid, never measured in this context, and not the incumbent itself.
+/// The freshness rule on an assignment's key (`params_key`), written once: never measured in
+/// this context and not the incumbent itself (`incumbent`: the incumbent's key). Whether it is
+/// valid is the space's to say.
+pub(crate) fn untried(ctx: &ProposalContext, incumbent: Option<&str>, key: &str) -> bool {
+    !ctx.tried_params.contains(key) && incumbent != Some(key)
+}
+
+/// A fresh assignment: valid, and `untried`.
 pub(crate) fn fresh(space: &ParamSpace, p: &Params, ctx: &ProposalContext) -> bool {
-    space.is_valid(p)
-        && !ctx.tried_params.contains(&params_key(p))
-        && ctx.incumbent_params.as_ref() != Some(p)
+    let incumbent = ctx.incumbent_params.as_ref().map(params_key);
+    space.is_valid(p) && untried(ctx, incumbent.as_deref(), &params_key(p))
 }
 
 /// A fresh assignment found by walking the space from a random offset, when draws keep landing
@@ -315,7 +316,7 @@ pub(crate) fn sweep(
     rng: &mut ChaCha8Rng,
 ) -> Option<Params> {
     let size = space.size();
-    if size > MAX_ENUMERATED {
+    if size > MAX_SWEPT {
         return None;
     }
     let offset = rng.random_range(0..size);
@@ -332,17 +333,17 @@ impl Proposer for SearchProposer {
 
     async fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
         let base = ctx.incumbent_params.clone();
-        for _ in 0..MAX_DRAWS {
+        for _ in 0..FRESH_DRAWS {
             let (p, how) = match &base {
                 Some(b) if !self.rng.random_bool(self.explore_rate) => {
-                    (self.space.local(b, &mut self.rng), "local")
+                    (self.space.local(b, &mut self.rng), Reach::Local)
                 }
-                _ => (self.space.random(&mut self.rng), "explore"),
+                _ => (self.space.random(&mut self.rng), Reach::Explore),
             };
             if self.fresh(&p, ctx) {
                 return Ok(Some(Proposal {
-                    note: Some(format!("{how} move")),
-                    origin: format!("search({how})"),
+                    origin: Origin::Search(how),
+                    note: Some(format!("{} move", how.as_str())),
                     change: ProposedChange::Params(p),
                     usage: None,
                     screen_only: false,
@@ -352,7 +353,7 @@ impl Proposer for SearchProposer {
         // Draws keep landing on tried points: walk the space from a random offset.
         Ok(sweep(&self.space, ctx, &mut self.rng).map(|p| Proposal {
             note: Some("sweep".into()),
-            origin: "search(sweep)".into(),
+            origin: Origin::Sweep,
             change: ProposedChange::Params(p),
             usage: None,
             screen_only: false,

@@ -5,22 +5,7 @@
 use crate::Params;
 use crate::features::{Features, Group, indices};
 use crate::search::ParamSpace;
-
-/// Shrinks each value's effect towards zero: with few measurements the mean dominates.
-const RIDGE: f64 = 0.5;
-/// Ties each value's effect to the next declared value's (a penalty on their difference): values
-/// are declared in an order in which neighbours behave alike, so a value measured once, beside
-/// others in a poor assignment, takes less of the blame when its neighbour is known to be good
-/// and more when that is known to be poor. On matmul-c's decode caches this halved the bench
-/// processes until the best is accepted (the README's search benchmark).
-const FUSE: f64 = 0.25;
-/// Objective credited to a value never measured, shrinking as 1/sqrt(1 + times measured).
-const BONUS: f64 = 0.15;
-/// The objective is fitted as at least the best measured minus this: a measurement far below
-/// the best says that it is poor, not by how much each of its values is. Unclipped, one kernel
-/// losing a case at a fifth of the incumbent's speed (its score pulled down by the per-case
-/// penalty) outweighs a dozen good ones and condemns every value it holds.
-const CLIP: f64 = 1.5;
+use crate::tuning::{BONUS, CLIP, FUSE, RIDGE};
 
 /// The optimism added to an effect never measured, and to one measured `n` times (divided by
 /// `sqrt(1 + n)`).

@@ -203,6 +203,20 @@ fn diff_edits(
     Ok(edits)
 }
 
+impl FileTree {
+    /// This tree with a verified change applied.
+    pub fn apply(&self, change: &VerifiedChange) -> FileTree {
+        let mut out = self.clone();
+        for (path, edit) in change.edits() {
+            match edit {
+                Edit::Write(bytes) => out.insert(path.clone(), bytes.clone()),
+                Edit::Delete => out.remove(path),
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

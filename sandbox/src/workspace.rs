@@ -2,7 +2,7 @@
 //! symlinks, refusing special files), a `Workspace` is a fresh temp dir holding one candidate's
 //! tree, and a `Manifest` is the hash of every harness-owned file, checked before each command.
 
-use crate::{Edit, RelPath, SandboxError, VerifiedChange};
+use crate::{RelPath, SandboxError};
 use globset::GlobSet;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -134,21 +134,10 @@ impl FileTree {
         self.files.is_empty()
     }
 
-    /// This tree with a verified change applied.
-    pub fn apply(&self, change: &VerifiedChange) -> FileTree {
-        let mut out = self.clone();
-        for (path, edit) in change.edits() {
-            match edit {
-                Edit::Write(bytes) => {
-                    out.files.insert(path.clone(), bytes.clone());
-                }
-                Edit::Delete => {
-                    out.files.remove(path);
-                    out.executable.remove(path);
-                }
-            }
-        }
-        out
+    /// Removes `path` (and its executable bit); nothing when it is not there.
+    pub fn remove(&mut self, path: &RelPath) {
+        self.files.remove(path);
+        self.executable.remove(path);
     }
 
     /// Writes the tree under `dir` (which must exist and be empty).

@@ -108,13 +108,9 @@ fn print_run(r: &RunReport, ledger: &Path, json: bool) -> Result<()> {
     if let Some(m) = &r.message {
         println!("  {m}");
     }
-    let held = match r.held {
-        0 => String::new(),
-        n => format!(" ({n} of them held as contenders of the search's race after their screen)"),
-    };
     println!(
-        "  {} candidates: {} accepted, {} rejected{held}, {} failed, {} quarantined",
-        r.candidates, r.accepted, r.rejected, r.failed, r.quarantined
+        "  {} candidates: {} accepted, {} rejected, {} held as contenders of the search's race, {} failed, {} quarantined",
+        r.candidates, r.accepted, r.rejected, r.held, r.failed, r.quarantined
     );
     let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(a), Some(b)) => format!("{:.2}x", b / a),

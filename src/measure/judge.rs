@@ -11,15 +11,14 @@ use super::sequential::level_at;
 use super::stats::{Interval, median, signed_rank_interval, signed_rank_interval_tails};
 use super::text_enum::text_enum;
 
-/// How the reason of a screen-only proposal that passed its screen begins: recorded as rejected
-/// (it was never judged in full), it is a contender of the search's race, not a refusal.
-pub const HELD: &str = "held after screening";
-
 text_enum! {
     /// What became of a candidate.
     pub enum Verdict {
         Accepted = "accepted",
         Rejected = "rejected",
+        /// A screen-only proposal that passed its screen: a contender of the search's race,
+        /// never judged in full (so never accepted) and not a refusal either.
+        Held = "held",
         Failed = "failed",
         Quarantined = "quarantined",
     }

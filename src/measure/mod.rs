@@ -6,13 +6,14 @@ mod early;
 pub mod judge;
 pub mod metric;
 pub mod plot;
+pub mod power;
 pub mod sample;
 pub mod screen;
 pub mod sequential;
 pub mod stats;
 pub(crate) mod text_enum;
 
-pub use judge::{Decision, HELD, Judge, Summary, Verdict};
+pub use judge::{Decision, Judge, Summary, Verdict};
 pub use metric::{Direction, JudgeSettings, Metric, log_gain, pct, pct_interval};
 pub use sample::{Sample, SampleSide, median_score, parse_sample, same_cases};
 pub use screen::Spread;

@@ -19,6 +19,7 @@ fn colour(verdict: Verdict) -> &'static str {
     match verdict {
         Verdict::Accepted => "#1a7f37",
         Verdict::Rejected => "#9a6700",
+        Verdict::Held => "#0969da",
         Verdict::Quarantined => "#8250df",
         Verdict::Failed => "#cf222e",
     }

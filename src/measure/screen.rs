@@ -6,7 +6,7 @@
 //! is over twice the incumbent, with no case lost, is held after that pair.
 
 use super::early::screened_out;
-use super::judge::{Decision, HELD, Judge, Verdict};
+use super::judge::{Decision, Judge, Verdict};
 use super::metric::pct;
 use super::sample::Sample;
 use super::stats::median;
@@ -16,7 +16,7 @@ use super::stats::median;
 /// screen's outcome; it would only sharpen the race's ranking, and among candidates that far
 /// ahead (a race against a naive start) the families differ by tens of percent, which one pair
 /// tells apart. The race takes it later for the near-ties at its top, as a screen of its own
-/// (`agent::RESCREEN_ORIGIN`), before its leader is judged in full.
+/// (`agent::Origin::Rescreen`), before its leader is judged in full.
 const CLEAR: f64 = 2.0;
 /// Degrees of freedom (pairs beyond each evaluation's first) needed before the spread is used.
 const MIN_DF: usize = 8;
@@ -60,7 +60,7 @@ impl Spread {
 
 impl Judge<'_> {
     /// Like `decide`, for a screen-only candidate: one that screening does not drop ends after
-    /// the screening pairs as a held contender, recorded as rejected and never accepted (the
+    /// the screening pairs as a held contender, never accepted (the
     /// search's race sends its leader to the full judgement, in fresh pairs, as a new candidate).
     pub fn screen(&self, pairs: &[(Sample, Sample)]) -> Decision {
         let decision = self.decide(pairs);
@@ -75,9 +75,9 @@ impl Judge<'_> {
             return Decision::Continue;
         }
         Decision::Done {
-            verdict: Verdict::Rejected,
+            verdict: Verdict::Held,
             reason: format!(
-                "{HELD}: {} over the incumbent in {n} pair{}{}; a contender of the search's race, judged in full only if it leads",
+                "held after screening: {} over the incumbent in {n} pair{}{}; a contender of the search's race, judged in full only if it leads",
                 pct(median(&gains)),
                 if n == 1 { "" } else { "s (median)" },
                 if settled_early {
@@ -142,17 +142,21 @@ mod tests {
     }
 
     fn reason(d: Decision) -> String {
-        rejection(d).0
+        ended(d, Verdict::Rejected).0
     }
 
-    fn rejection(d: Decision) -> (String, crate::measure::Summary) {
+    fn held(d: Decision) -> (String, crate::measure::Summary) {
+        ended(d, Verdict::Held)
+    }
+
+    fn ended(d: Decision, expected: Verdict) -> (String, crate::measure::Summary) {
         match d {
             Decision::Done {
-                verdict: Verdict::Rejected,
+                verdict,
                 reason,
                 summary,
-            } => (reason, summary),
-            other => panic!("expected a rejection, got {other:?}"),
+            } if verdict == expected => (reason, summary),
+            other => panic!("expected {expected}, got {other:?}"),
         }
     }
 
@@ -209,7 +213,7 @@ mod tests {
         let judge = without_spread(&m, &s);
         let clear: Vec<_> = (0..2).map(|_| pair((10.0, 10.0), (13.0, 13.0))).collect();
         assert_eq!(judge.screen(&clear[..1]), Decision::Continue);
-        let (why, summary) = rejection(judge.screen(&clear));
+        let (why, summary) = held(judge.screen(&clear));
         assert!(why.starts_with("held after screening: +30.0%"), "{why}");
         assert_eq!(summary.pairs, 2);
         assert_eq!(summary.candidate_score, 13.0);
@@ -226,7 +230,7 @@ mod tests {
         let (m, s) = (metric(), settings());
         let judge = without_spread(&m, &s);
         let far = [pair((10.0, 10.0), (30.0, 25.0))];
-        let (why, summary) = rejection(judge.screen(&far));
+        let (why, summary) = held(judge.screen(&far));
         assert!(
             why.starts_with("held after screening: +173.9% over the incumbent in 1 pair (over 2x: the screen's outcome was settled)"),
             "{why}"

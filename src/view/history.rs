@@ -14,29 +14,8 @@ pub struct HistoryFilter {
     pub context: Option<String>,
     /// RFC 3339 UTC; runs that started at or after it.
     pub since: Option<String>,
-    pub verdict: Option<VerdictFilter>,
-}
-
-/// `history --verdict`: runs with at least one candidate of a verdict, or with at least one
-/// held (rejected after its screen, as a contender of the search's race).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum VerdictFilter {
-    Is(Verdict),
-    Held,
-}
-
-impl std::str::FromStr for VerdictFilter {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "held" => Ok(VerdictFilter::Held),
-            other => other
-                .parse()
-                .map(VerdictFilter::Is)
-                .map_err(|e: String| format!("{e}, held")),
-        }
-    }
+    /// Runs with at least one candidate of this verdict.
+    pub verdict: Option<Verdict>,
 }
 
 /// The rows `history` shows (one JSON object per run), filtered.
@@ -54,11 +33,7 @@ pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<V
             continue;
         }
         let counts = run.counts;
-        let matching = |f: VerdictFilter| match f {
-            VerdictFilter::Is(v) => counts.get(v),
-            VerdictFilter::Held => counts.held,
-        };
-        if filter.verdict.is_some_and(|f| matching(f) == 0) {
+        if filter.verdict.is_some_and(|v| counts.get(v) == 0) {
             continue;
         }
         let best = store

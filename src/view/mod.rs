@@ -6,5 +6,5 @@ pub mod history;
 pub mod show;
 
 pub use entries::{entry_arg, resolve_entry};
-pub use history::{HistoryFilter, VerdictFilter, history_rows};
+pub use history::{HistoryFilter, history_rows};
 pub use show::{ShowData, show_data, show_json};

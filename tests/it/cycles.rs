@@ -138,17 +138,66 @@ fn paths(code: &str) -> Vec<Vec<String>> {
     out
 }
 
-/// The module file a path names: the deepest known module along it.
+/// A file's `use` statements, each as (re-exported, the tree after `use`), and its code
+/// without them.
+fn uses(code: &str) -> (Vec<(bool, String)>, String) {
+    let mut found = Vec::new();
+    let mut rest = String::new();
+    let mut open: Option<(bool, String)> = None;
+    for line in code.lines() {
+        let t = line.trim_start();
+        if open.is_none() {
+            let public = t.starts_with("pub use ") || t.starts_with("pub(crate) use ");
+            if let Some(at) = t.find("use ").filter(|_| public || t.starts_with("use ")) {
+                open = Some((public, String::new()));
+                let body = &t[at + 4..];
+                open.as_mut().unwrap().1.push_str(body);
+            } else {
+                rest.push_str(line);
+                rest.push('\n');
+                continue;
+            }
+        } else if let Some((_, body)) = open.as_mut() {
+            body.push(' ');
+            body.push_str(t);
+        }
+        if open.as_ref().is_some_and(|(_, b)| b.contains(';')) {
+            let (public, body) = open.take().unwrap();
+            found.push((
+                public,
+                body.split(';').next().unwrap_or_default().to_string(),
+            ));
+        }
+    }
+    (found, rest)
+}
+
+/// The module a path names, from the module `from`: the deepest known module along it, or, where
+/// the path goes on to an item that module re-exports from another, that other module.
 fn resolve(
     from: &[String],
     path: &[String],
     modules: &BTreeSet<Vec<String>>,
+    reexports: &BTreeMap<Vec<String>, BTreeMap<String, Vec<String>>>,
 ) -> Option<Vec<String>> {
     let mut at: Vec<String> = match path.first()?.as_str() {
         "crate" => Vec::new(),
         "self" => from.to_vec(),
         "super" => from[..from.len().checked_sub(1)?].to_vec(),
-        _ => return None,
+        child => {
+            // A bare `use child::...` names a module declared in this file, or another crate.
+            let mut local = from.to_vec();
+            local.push(child.to_string());
+            if !modules.contains(&local) {
+                return None;
+            }
+            return resolve(
+                from,
+                &[&["self".to_string()], path].concat(),
+                modules,
+                reexports,
+            );
+        }
     };
     for seg in &path[1..] {
         if seg == "super" {
@@ -160,13 +209,25 @@ fn resolve(
         if modules.contains(&next) {
             at = next;
         } else {
-            break;
+            return Some(
+                reexports
+                    .get(&at)
+                    .and_then(|r| r.get(seg))
+                    .cloned()
+                    .unwrap_or(at),
+            );
         }
     }
     Some(at)
 }
 
-/// The import edges between the files of one crate, by module path.
+/// A module, the paths its `use` statements name (each marked when it is a re-export), and its
+/// code without them.
+type Parsed = (Vec<String>, Vec<(bool, Vec<String>)>, String);
+
+/// The import edges between the files of one crate, by module path. A re-export (`pub use` in
+/// a module, most often its `mod.rs`) is no edge of its own: an import of a re-exported item is
+/// an edge to the module that defines it.
 fn edges(dir: &Path, root: &str) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
     let mut files = Vec::new();
     rust_files(dir, &mut files);
@@ -182,12 +243,44 @@ fn edges(dir: &Path, root: &str) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>>
         })
         .collect();
     let modules: BTreeSet<Vec<String>> = files.iter().map(|(m, _)| m.clone()).collect();
+    let parsed: Vec<Parsed> = files
+        .iter()
+        .map(|(module, file)| {
+            let code = own_code(&std::fs::read_to_string(file).unwrap());
+            let (stmts, rest) = uses(&code);
+            let mut named = Vec::new();
+            for (public, body) in stmts {
+                let chars: Vec<char> = body.trim().chars().collect();
+                let mut out = Vec::new();
+                expand(&chars, &[], &mut out);
+                named.extend(out.into_iter().map(|p| (public, p)));
+            }
+            (module.clone(), named, rest)
+        })
+        .collect();
+    let none = BTreeMap::new();
+    let mut reexports: BTreeMap<Vec<String>, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    for (module, named, _) in &parsed {
+        for (_, path) in named.iter().filter(|(public, _)| *public) {
+            if let (Some(item), Some(target)) =
+                (path.last(), resolve(module, path, &modules, &none))
+            {
+                reexports
+                    .entry(module.clone())
+                    .or_default()
+                    .insert(item.clone(), target);
+            }
+        }
+    }
     let mut graph = BTreeMap::new();
-    for (module, file) in &files {
-        let code = own_code(&std::fs::read_to_string(file).unwrap());
-        let targets: BTreeSet<Vec<String>> = paths(&code)
+    for (module, named, rest) in &parsed {
+        let imported = named
             .iter()
-            .filter_map(|p| resolve(module, p, &modules))
+            .filter(|(public, _)| !public)
+            .map(|(_, p)| p.clone());
+        let targets: BTreeSet<Vec<String>> = imported
+            .chain(paths(rest))
+            .filter_map(|p| resolve(module, &p, &modules, &reexports))
             .filter(|t| t != module)
             .collect();
         graph.insert(module.clone(), targets);
@@ -274,32 +367,41 @@ fn no_import_cycle_between_any_two_files() {
 }
 
 #[test]
-fn the_check_finds_a_cycle_through_a_use_group() {
+fn the_check_follows_use_groups_re_exports_and_child_modules() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path();
+    let write = |path: &str, text: &str| std::fs::write(src.join(path), text).unwrap();
+    let module = |m: &str| m.split("::").map(String::from).collect::<Vec<_>>();
     std::fs::create_dir_all(src.join("room")).unwrap();
-    std::fs::write(src.join("lib.rs"), "pub mod room;\npub mod leaf;\n").unwrap();
-    std::fs::write(src.join("leaf.rs"), "pub struct L;\n").unwrap();
-    std::fs::write(src.join("room/mod.rs"), "mod a;\nmod b;\n").unwrap();
-    std::fs::write(
-        src.join("room/a.rs"),
-        "use super::{b::B, super::leaf::L};\npub struct A;\n",
-    )
-    .unwrap();
-    std::fs::write(
-        src.join("room/b.rs"),
+    write("lib.rs", "pub mod room;\npub mod leaf;\n");
+    write("leaf.rs", "pub struct L;\n");
+    // `room` re-exports b's B; a takes it through the re-export, and the leaf in a group.
+    write("room/mod.rs", "mod a;\nmod b;\npub use b::B;\n");
+    write(
+        "room/a.rs",
+        "use super::{B, super::leaf::L};\npub struct A;\n",
+    );
+    write(
+        "room/b.rs",
         "pub struct B;\nfn f() -> crate::room::a::A { todo!() }\n\
          #[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
-    )
-    .unwrap();
-    let graph = edges(src, "lib.rs");
-    assert!(graph[&vec!["room".to_string(), "a".to_string()]].contains(&vec!["leaf".to_string()]));
-    let found = cycles(&graph);
-    assert_eq!(
-        found,
-        vec![vec!["room::a".to_string(), "room::b".to_string()]]
     );
+    let graph = edges(src, "lib.rs");
+    assert_eq!(
+        graph[&module("room::a")],
+        [module("leaf"), module("room::b")].into()
+    );
+    assert!(graph[&module("room")].is_empty(), "a re-export is no edge");
+    assert_eq!(cycles(&graph), vec![vec!["room::a", "room::b"]]);
     // Without b's import of a, nothing is found.
-    std::fs::write(src.join("room/b.rs"), "pub struct B;\n").unwrap();
+    write("room/b.rs", "pub struct B;\n");
     assert!(cycles(&edges(src, "lib.rs")).is_empty());
+    // A module file that imports its child by a bare path, while the child imports what the
+    // module file itself defines.
+    write(
+        "room/mod.rs",
+        "mod a;\nmod b;\nuse a::A;\npub fn helper(_: A) {}\n",
+    );
+    write("room/a.rs", "pub struct A;\nfn g() { super::helper(A) }\n");
+    assert_eq!(cycles(&edges(src, "lib.rs")), vec![vec!["room", "room::a"]]);
 }

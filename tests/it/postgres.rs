@@ -169,7 +169,7 @@ fn a_run_on_postgres_is_read_back_by_every_command_and_query_stays_read_only() {
         &url,
         &[
             "query",
-            "SELECT COUNT(*) AS n FROM evaluations WHERE reason LIKE 'held after screening%'",
+            "SELECT COUNT(*) AS n FROM evaluations WHERE verdict = 'held'",
         ],
     );
     let history = json(&env, &url, &["history", "--task", "matmul-c"]);

@@ -158,7 +158,11 @@ async fn until_peak(land: &Landscape, seed: u64, racing: bool) -> usize {
         };
         assert!(m.space.invalid(&p).is_none(), "{p:?}");
         let key = crate::params_key(&p);
-        assert_eq!(screen_only, racing && origin == SCREEN_ORIGIN, "{origin}");
+        assert_eq!(
+            screen_only,
+            racing && origin == crate::Origin::Screen,
+            "{origin}"
+        );
         if racing && !screen_only {
             // Only a contender screened earlier is judged in full, and only once.
             assert!(
@@ -335,7 +339,7 @@ async fn race_to_confirm(
             near += 1;
         }
         let key = crate::params_key(&p);
-        if origin == crate::RESCREEN_ORIGIN {
+        if origin == crate::Origin::Rescreen {
             assert!(ctx.tried_params.contains(&key), "{p:?} never screened");
             rest += 1;
         } else {

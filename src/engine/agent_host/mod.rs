@@ -78,7 +78,9 @@ async fn converse(
     Ok(Proposal {
         change,
         note: Some(note).filter(|n| !n.is_empty()),
-        origin: format!("agent({})", st.model),
+        origin: agent::Origin::Agent {
+            model: st.model.clone(),
+        },
         usage: Some(usage),
         screen_only: false,
     })

@@ -15,3 +15,8 @@ pub use failure::{Failure, tail};
 pub use harness::{Built, Harness};
 pub use processes::{Benched, Processes};
 pub use spawned::Spawned;
+
+#[cfg(test)]
+pub(crate) mod scripted;
+#[cfg(test)]
+mod tests;

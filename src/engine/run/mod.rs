@@ -69,3 +69,6 @@ pub async fn run(
         run_in_context(store, ledger_path, one, opts, runner, cancel).await?,
     ])
 }
+
+#[cfg(test)]
+mod tests;

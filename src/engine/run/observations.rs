@@ -52,7 +52,10 @@ impl Observations {
                     .unwrap_or_default();
                 Gathered {
                     params,
-                    screened_only: agent::screen_origin(&row.origin),
+                    screened_only: row
+                        .origin
+                        .parse::<agent::Origin>()
+                        .is_ok_and(|o| o.screen_only()),
                     ..Gathered::default()
                 }
             });

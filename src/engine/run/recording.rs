@@ -81,7 +81,7 @@ pub fn record_row(
         task: r.task.name.clone(),
         context_id: r.context_id.clone(),
         proposer: chosen.kind(),
-        origin: proposal.origin.clone(),
+        origin: proposal.origin.to_string(),
         note: proposal.note.clone(),
         kind,
         payload: payload.to_string(),

@@ -2,7 +2,7 @@
 //! entry, and the report at the end with start, best and hand-tuned measured side by side.
 
 use crate::engine::evaluate::{Evaluation, Evaluator};
-use crate::measure::{Direction, HELD, log_gain, median_score};
+use crate::measure::{Direction, log_gain, median_score};
 use crate::record::{CommitId, Ledger, RunProposer, RunStatus, Store};
 use crate::task::Resolved;
 use anyhow::{Context as _, Result};
@@ -25,7 +25,7 @@ pub struct RunReport {
     pub candidates: usize,
     pub accepted: usize,
     pub rejected: usize,
-    /// Of the rejected, the search race's contenders held after their screen (never judged in
+    /// The search race's contenders held after their screen (never judged in
     /// full, so never accepted, but not refused either).
     pub held: usize,
     pub failed: usize,
@@ -64,11 +64,7 @@ impl Progress<'_> {
             "{}[{k:>3}/{}] {:<11} {} | best ~{} start, ~{} hand-tuned",
             self.label,
             self.budget,
-            if ev.reason.starts_with(HELD) {
-                "held"
-            } else {
-                ev.verdict.as_str()
-            },
+            ev.verdict.as_str(),
             ev.reason,
             fmt(vs_start),
             fmt(vs_hand)

@@ -5,7 +5,7 @@
 
 use crate::record::{EntryKind, Ledger, Store};
 use crate::task::{Fingerprint, Resolved, branch_name};
-use agent::{Params, Proposal, ProposedChange};
+use agent::{Origin, Params, Proposal, ProposedChange};
 use anyhow::Result;
 
 /// Neighbour entries re-measured when a run starts in a new context.
@@ -48,7 +48,10 @@ pub async fn warm_start(store: &Store, ledger: &Ledger, r: &Resolved) -> Result<
     found.sort_by_key(|(rank, _, e)| (*rank, -e.id));
     let mut out = Vec::new();
     for (_, id, e) in found.into_iter().take(WARM_START_MAX) {
-        let origin = format!("warm-start({id}:e{})", e.id);
+        let origin = Origin::WarmStart {
+            context: id.clone(),
+            entry: e.id,
+        };
         let note = Some(format!("best entry e{} of neighbouring context {id}", e.id));
         let tree = ledger.read_tree(e.commit()?)?;
         let files: std::collections::BTreeMap<String, String> = tree

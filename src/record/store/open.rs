@@ -131,26 +131,66 @@ pub(super) async fn postgres(url: &str, shown: &str) -> Result<AnyPool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sqlx::sqlite::SqliteConnection;
 
-    #[test]
-    fn the_held_count_s_triggers_match_the_judge_s_reason() {
-        // The triggers count by the reason's prefix, spelled in SQL: they must spell the judge's.
-        let like = format!("LIKE '{}%'", crate::measure::HELD);
-        for m in SQLITE.iter().chain(POSTGRES.iter()) {
-            if m.description.contains("held counts") {
-                assert_eq!(
-                    m.sql.as_ref().matches(&like).count(),
-                    2,
-                    "{}",
-                    m.description
-                );
-            }
-        }
-        let with = |set: &Migrator| {
-            set.iter()
-                .filter(|m| m.description.contains("held counts"))
-                .count()
-        };
-        assert_eq!((with(&SQLITE), with(&POSTGRES)), (1, 1));
+    /// The migrations up to (not including) the one whose description names `what`.
+    fn before(set: &Migrator, what: &str) -> Migrator {
+        let mut m = Migrator::DEFAULT;
+        m.migrations = set
+            .iter()
+            .take_while(|m| !m.description.contains(what))
+            .cloned()
+            .collect::<Vec<_>>()
+            .into();
+        m
+    }
+
+    #[tokio::test]
+    async fn held_contenders_recorded_as_rejected_become_held_and_the_counts_follow() {
+        let mut conn = SqliteConnection::connect("sqlite::memory:").await.unwrap();
+        before(&SQLITE, "held verdict")
+            .run(&mut conn)
+            .await
+            .unwrap();
+        sqlx::raw_sql(
+            "INSERT INTO runs (id, task, task_dir, context_id, proposer, budget, seed, status, started_at)
+                 VALUES (1, 't', '.', 'c', 'search', 3, 1, 'finished', 'now');
+             INSERT INTO candidates (id, run_id, seq, task, context_id, proposer, origin, kind, payload, created_at)
+                 VALUES (1, 1, 1, 't', 'c', 'search', 'o', 'params', '{}', 'now'),
+                        (2, 1, 2, 't', 'c', 'search', 'o', 'params', '{}', 'now');
+             INSERT INTO evaluations (candidate_id, verdict, reason, stage, created_at)
+                 VALUES (1, 'rejected', 'held after screening: +30.0% over the incumbent', 'judge', 'now'),
+                        (2, 'rejected', 'slower in screening', 'judge', 'now');",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        SQLITE.run(&mut conn).await.unwrap();
+        let verdicts: Vec<String> =
+            sqlx::query_scalar("SELECT verdict FROM candidate_results ORDER BY candidate")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+        assert_eq!(verdicts, ["held", "rejected"]);
+        let counts = "SELECT n_rejected, n_held FROM runs WHERE id = 1";
+        let got: (i64, i64) = sqlx::query_as(counts).fetch_one(&mut conn).await.unwrap();
+        assert_eq!(got, (1, 1));
+        // New rows are counted by their verdict, not by their reason.
+        sqlx::raw_sql(
+            "INSERT INTO candidates (id, run_id, seq, task, context_id, proposer, origin, kind, payload, created_at)
+                 VALUES (3, 1, 3, 't', 'c', 'search', 'o', 'params', '{}', 'now');
+             INSERT INTO evaluations (candidate_id, verdict, reason, stage, created_at)
+                 VALUES (3, 'held', 'any words', 'judge', 'now');",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        let got: (i64, i64) = sqlx::query_as(counts).fetch_one(&mut conn).await.unwrap();
+        assert_eq!(got, (1, 2));
+        let held: i64 = sqlx::query_scalar("SELECT held FROM proposer_stats")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(held, 2);
     }
 }

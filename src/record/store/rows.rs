@@ -254,7 +254,7 @@ pub struct VerdictCounts {
     pub failed: i64,
     #[sqlx(rename = "n_quarantined")]
     pub quarantined: i64,
-    /// Of the rejected, the contenders the model search's race held after their screen.
+    /// The contenders the model search's race held after their screen.
     #[sqlx(rename = "n_held")]
     pub held: i64,
 }
@@ -264,13 +264,14 @@ impl VerdictCounts {
         match verdict {
             Verdict::Accepted => self.accepted,
             Verdict::Rejected => self.rejected,
+            Verdict::Held => self.held,
             Verdict::Failed => self.failed,
             Verdict::Quarantined => self.quarantined,
         }
     }
 
     pub fn total(&self) -> i64 {
-        self.accepted + self.rejected + self.failed + self.quarantined
+        self.accepted + self.rejected + self.held + self.failed + self.quarantined
     }
 }
 

@@ -1,0 +1,81 @@
+//! The loop against the `Processes` seam: a real runs.db and git ledger in a temporary folder,
+//! the spin fixture resolved as a run would, and its processes played by `Scripted`, so what the
+//! loop records and commits is checked without building or running anything.
+
+use super::attempt::start_or_resume;
+use super::ledger_sync::sync_ledger;
+use super::options::{RunOptions, Strategy};
+use super::proposal_loop::Loop;
+use crate::engine::evaluate::scripted::Scripted;
+use crate::engine::evaluate::{Evaluator, Harness};
+use crate::record::{Ledger, ProposerChoice, RunProposer, Store};
+use crate::task::resolve;
+use agent::ReplayProposer;
+use sandbox::RelPath;
+use std::path::Path;
+
+fn options(budget: usize) -> RunOptions {
+    RunOptions {
+        proposer: ProposerChoice::Given(RunProposer::Replay("steps.jsonl".into())),
+        budget,
+        seed: Some(1),
+        workload: None,
+        progress: false,
+        warm_start: false,
+        agent: None,
+        simulate: None,
+        strategy: Strategy::Model,
+        targets: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_loop_commits_what_the_judge_accepts_and_records_every_candidate() {
+    let dir = tempfile::tempdir().unwrap();
+    let spin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spin");
+    let r = resolve(&spin, None).unwrap();
+    let store = Store::open(&dir.path().join("runs.db")).await.unwrap();
+    let ledger = Ledger::open_or_init(&dir.path().join("ledger")).unwrap();
+    store
+        .upsert_context(&r.task.name, &r.context_id, "{}")
+        .await
+        .unwrap();
+    let (entry, commit) = sync_ledger(&store, &ledger, &r).await.unwrap();
+    let chosen = RunProposer::Replay("steps.jsonl".into());
+    let opts = options(4);
+    let at = start_or_resume(&store, &r, &chosen, &opts).await.unwrap();
+    let cancel = sandbox::CancelFlag::default();
+    let harness = Harness::with_processes(
+        &r.task,
+        &r.source,
+        cancel.clone(),
+        Box::new(Scripted::new(3, 0.002)),
+    );
+    let exec = Evaluator::local(harness);
+    let mut lp = Loop::start(&store, &ledger, &r, exec, cancel, &at, entry, commit)
+        .await
+        .unwrap();
+    // From 200 wasted steps per thousand: 100 is faster, 7 is no declared value, 200 is
+    // slower than 100 now, and 0 is faster again.
+    let steps = [100, 7, 200, 0]
+        .map(|p| format!("{{\"params\": {{\"PAD_PERMILLE\": {p}}}}}\n"))
+        .concat();
+    let mut proposer = ReplayProposer::parse("steps.jsonl", &steps).unwrap();
+    lp.run(&opts, 0, &chosen, &mut proposer).await.unwrap();
+
+    let run = store.run(at.run_id).await.unwrap().unwrap();
+    let c = run.counts;
+    assert_eq!(
+        (c.total(), c.accepted, c.rejected, c.failed),
+        (4, 2, 1, 1),
+        "{c:?}"
+    );
+    // The branch's head is the last accepted tree, in the ledger and in runs.db alike.
+    let best = store.incumbent(&r.branch).await.unwrap().unwrap();
+    let head = ledger.branch_head(&r.branch).unwrap().unwrap();
+    assert_eq!(best.commit_sha, head.to_string());
+    let tree = ledger.read_tree(head).unwrap();
+    let params =
+        String::from_utf8_lossy(tree.get(&RelPath::new("params.h").unwrap()).unwrap()).into_owned();
+    assert!(params.contains("PAD_PERMILLE 0"), "{params}");
+}
