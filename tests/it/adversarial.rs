@@ -1,8 +1,10 @@
 //! The adversarial suite: one candidate per known way of gaming an evaluator, each run through
 //! the real loop, asserting the verdict, its reason and the guard that stopped it.
 
+use crate::common::replay::{expect, run_replay};
+use crate::common::tools::{Tool, bwrap, missing};
 use crate::common::{Env, edit, files_line};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::net::TcpListener;
 
 /// impl.sh of the adversary task with the given build step and compute body.
@@ -12,70 +14,6 @@ fn impl_sh(build: &str, compute: &str) -> String {
 
 const HONEST: &str =
     "s=0; i=1; while [ \"$i\" -le \"$1\" ]; do s=$((s + i)); i=$((i + 1)); done; echo \"$s\"";
-
-pub(crate) fn bwrap_works() -> bool {
-    matches!(
-        sandbox::Isolation::detect(&std::env::var("PATH").unwrap()),
-        sandbox::Isolation::Bwrap { .. }
-    )
-}
-
-/// Runs every line of `lines` as a replay candidate and returns (verdict, reason, log) each.
-pub(crate) fn run_replay(
-    env: &Env,
-    task: &std::path::Path,
-    lines: &[String],
-    extra_env: &[(&str, &str)],
-) -> Vec<(String, String, String)> {
-    let replay = env.write("attacks.jsonl", &(lines.join("\n") + "\n"));
-    let mut cmd = env.cmd();
-    for (k, v) in extra_env {
-        cmd.env(k, v);
-    }
-    let out = cmd
-        .args([
-            "run",
-            task.to_str().unwrap(),
-            "--proposer",
-            &format!("replay:{}", replay.display()),
-            "--budget",
-            "100",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        report["candidates"].as_u64().unwrap() as usize,
-        lines.len(),
-        "{report}"
-    );
-    let first: i64 = env.json(&["query", "SELECT MIN(c.id) AS id FROM candidates c JOIN runs r ON r.id = c.run_id WHERE r.id = (SELECT MAX(id) FROM runs)"])[0]["id"]
-        .as_i64()
-        .unwrap();
-    (0..lines.len() as i64)
-        .map(|i| {
-            let c = env.json(&["show", &(first + i).to_string()]);
-            let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
-            (s("verdict"), s("reason"), s("log"))
-        })
-        .collect()
-}
-
-pub(crate) fn expect(results: &[(String, String, String)], i: usize, verdict: &str, reason: &str) {
-    let (v, r, _) = &results[i];
-    assert_eq!(v, verdict, "attack {}: {r}", i + 1);
-    assert!(
-        r.contains(reason),
-        "attack {}: reason {r:?} lacks {reason:?}",
-        i + 1
-    );
-}
 
 fn processes_with(needle: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -185,14 +123,15 @@ fn process_level_attacks_are_stopped() {
     assert_ne!(r[4].0, "failed", "{:?}", r[4]);
     assert_ne!(r[5].0, "failed", "{:?}", r[5]);
     let connected = listener.accept().is_ok();
-    if bwrap_works() {
+    if bwrap().is_some() {
         assert!(
             !escaped.exists(),
             "bwrap: the read-only root stops writes outside the tree"
         );
         assert!(!connected, "bwrap: no network inside the sandbox");
     } else {
-        crate::common::skipped(
+        missing(
+            Tool::Bwrap,
             "bwrap is not usable here: writes outside the tree and loopback connections are NOT prevented (see README)",
         );
     }

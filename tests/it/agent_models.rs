@@ -3,13 +3,13 @@
 //! without SUBMIT, repeated blocks, a conversation that ends without submitting after a passing
 //! build, and SIGTERM while a request is in flight. Each ends in a few requests, not the turn cap.
 
-use crate::agent::{KEY, serve, text, tool, tool_messages};
 use crate::common::Env;
+use crate::common::model_server::{KEY, serve, text, tool, tool_messages};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 fn agent(env: &Env, url: &str, task: &std::path::Path, extra: &[&str]) -> Value {
-    crate::agent::agent_run(env, url, task, extra)
+    crate::common::model_server::agent_run(env, url, task, extra)
 }
 
 /// The candidate the run recorded: verdict, reason, note, protocol.

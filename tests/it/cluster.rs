@@ -2,9 +2,10 @@
 //! one-node Slurm cluster with two slots. The loop runs its evaluations there, records here,
 //! and survives a dropped connection and a cancelled job without losing or doubling anything.
 
-use super::common::{Env, skipped};
-use super::engines::{Slurm, Sshd};
-use super::faults::{assert_consistent, rows};
+use super::common::Env;
+use super::common::engines::{Slurm, Sshd};
+use super::common::records::{assert_consistent, rows};
+use super::common::tools::{Tool, missing};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -95,7 +96,7 @@ fn wait_for(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
 fn an_ssh_target_evaluates_in_the_nodes_context_and_records_here() {
     let sshd = match Sshd::start() {
         Ok(s) => s,
-        Err(why) => return skipped(&format!("ssh target: {why}")),
+        Err(why) => return missing(Tool::Ssh, &format!("ssh target: {why}")),
     };
     let env = Env::new();
     let task = env.task("spin");
@@ -125,7 +126,7 @@ fn an_ssh_target_evaluates_in_the_nodes_context_and_records_here() {
 fn a_mixed_cluster_gets_a_run_and_a_branch_per_context() {
     let first = match Sshd::start() {
         Ok(s) => s,
-        Err(why) => return skipped(&format!("ssh targets of two contexts: {why}")),
+        Err(why) => return missing(Tool::Ssh, &format!("ssh targets of two contexts: {why}")),
     };
     let env = Env::new();
     // The second node's C compiler reports another version: another toolchain, so another
@@ -206,7 +207,12 @@ fn a_mixed_cluster_gets_a_run_and_a_branch_per_context() {
 fn a_schedule_with_an_ssh_target_is_run_there_by_the_daemon() {
     let sshd = match Sshd::start() {
         Ok(s) => s,
-        Err(why) => return skipped(&format!("a scheduled run on an ssh target: {why}")),
+        Err(why) => {
+            return missing(
+                Tool::Ssh,
+                &format!("a scheduled run on an ssh target: {why}"),
+            );
+        }
     };
     let env = Env::new();
     let task = env.task("spin");
@@ -255,13 +261,16 @@ fn a_schedule_with_an_ssh_target_is_run_there_by_the_daemon() {
 fn a_connection_dropped_mid_benchmark_is_retried_and_recorded_once() {
     let sshd = match Sshd::start() {
         Ok(s) => s,
-        Err(why) => return skipped(&format!("ssh target: {why}")),
+        Err(why) => return missing(Tool::Ssh, &format!("ssh target: {why}")),
     };
     let env = Env::new();
     let task = env.spin_without_screening();
     let (target, ssh) = (sshd.target(), sshd.ssh_command());
     // A second target nothing listens on: left out at the start, the run goes on.
-    let dead = format!("ssh://root@127.0.0.1:{}", super::engines::free_port());
+    let dead = format!(
+        "ssh://root@127.0.0.1:{}",
+        super::common::engines::free_port()
+    );
     let args = [
         "--budget",
         "2",
@@ -296,7 +305,7 @@ fn a_connection_dropped_mid_benchmark_is_retried_and_recorded_once() {
 fn slurm_evaluates_candidates_in_parallel_job_steps() {
     let slurm = match Slurm::start() {
         Ok(s) => s,
-        Err(why) => return skipped(&format!("slurm target: {why}")),
+        Err(why) => return missing(Tool::Slurm, &format!("slurm target: {why}")),
     };
     let env = Env::new();
     // Six pairs a candidate: each job runs long enough to be seen beside the other.
@@ -326,7 +335,7 @@ fn slurm_evaluates_candidates_in_parallel_job_steps() {
 fn a_slurm_job_cancelled_mid_benchmark_is_retried_and_recorded_once() {
     let slurm = match Slurm::start() {
         Ok(s) => s,
-        Err(why) => return skipped(&format!("slurm target: {why}")),
+        Err(why) => return missing(Tool::Slurm, &format!("slurm target: {why}")),
     };
     let env = Env::new();
     let task = env.spin_without_screening();
@@ -351,7 +360,7 @@ fn a_slurm_job_cancelled_mid_benchmark_is_retried_and_recorded_once() {
 fn sigterm_during_a_slurm_evaluation_ends_its_job_and_the_run_resumes() {
     let slurm = match Slurm::start() {
         Ok(s) => s,
-        Err(why) => return skipped(&format!("slurm target: {why}")),
+        Err(why) => return missing(Tool::Slurm, &format!("slurm target: {why}")),
     };
     let env = Env::new();
     let task = env.spin_without_screening();
@@ -391,7 +400,7 @@ fn sigterm_during_a_slurm_evaluation_ends_its_job_and_the_run_resumes() {
 fn a_target_that_keeps_failing_is_left_out_and_the_run_resumes_elsewhere() {
     let first = match Sshd::start() {
         Ok(s) => s,
-        Err(why) => return skipped(&format!("ssh target: {why}")),
+        Err(why) => return missing(Tool::Ssh, &format!("ssh target: {why}")),
     };
     let env = Env::new();
     let task = env.spin_without_screening();

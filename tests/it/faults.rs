@@ -2,10 +2,11 @@
 //! be written, a task directory that vanishes mid-run. Each gives a clear error or a consistent
 //! state that the next run resumes from, and nothing recorded is lost.
 
+use crate::common::records::{assert_consistent, rows};
+use crate::common::tools::{Tool, bwrap, missing};
 use crate::common::{Env, files_line};
 use predicates::str::contains;
 use rand::{Rng, SeedableRng};
-use serde_json::Value;
 use std::time::{Duration, Instant};
 
 /// Replay candidates for a long-ish run on spin: comment-only changes mixed with real gains.
@@ -25,53 +26,6 @@ fn replay(env: &Env, task: &std::path::Path, n: usize) -> std::path::PathBuf {
         })
         .collect();
     env.write("faults.jsonl", &(lines.join("\n") + "\n"))
-}
-
-pub fn rows(env: &Env, sql: &str) -> Vec<Value> {
-    env.json(&["query", sql]).as_array().unwrap().clone()
-}
-
-/// The invariants that must hold after any crash.
-pub fn assert_consistent(env: &Env) {
-    assert_eq!(
-        rows(env, "PRAGMA integrity_check")[0]["integrity_check"],
-        "ok"
-    );
-    assert_eq!(rows(env, "PRAGMA foreign_key_check").len(), 0);
-    // No evaluation without its candidate or candidate without its evaluation, none twice.
-    let orphans = rows(
-        env,
-        "SELECT COUNT(*) AS n FROM candidates c LEFT JOIN evaluations e ON e.candidate_id = c.id WHERE e.candidate_id IS NULL",
-    );
-    assert_eq!(orphans[0]["n"], 0);
-    let dups = rows(
-        env,
-        "SELECT COUNT(*) AS n FROM (SELECT run_id, seq FROM candidates GROUP BY run_id, seq HAVING COUNT(*) > 1)",
-    );
-    assert_eq!(dups[0]["n"], 0);
-    // Each run's totals (kept by triggers) agree with its candidates, whatever was killed when.
-    let drift = rows(
-        env,
-        "SELECT COUNT(*) AS n FROM runs r WHERE n_accepted + n_rejected + n_failed + n_quarantined
-            != (SELECT COUNT(*) FROM candidates c JOIN evaluations e ON e.candidate_id = c.id WHERE c.run_id = r.id)
-         OR n_accepted != (SELECT COUNT(*) FROM candidates c JOIN evaluations e ON e.candidate_id = c.id
-                           WHERE c.run_id = r.id AND e.verdict = 'accepted')",
-    );
-    assert_eq!(drift[0]["n"], 0, "run totals drifted from the candidates");
-    // Every commit reachable from a ledger branch is a recorded entry (verified by polymorph).
-    if !env.ledger().join("HEAD").exists() {
-        return;
-    }
-    let recorded: Vec<String> = rows(env, "SELECT commit_sha FROM ledger_entries")
-        .iter()
-        .map(|r| r["commit_sha"].as_str().unwrap().to_string())
-        .collect();
-    for sha in env.git(&["log", "--all", "--format=%H"]).lines() {
-        assert!(
-            recorded.iter().any(|r| r == sha),
-            "ledger commit {sha} is not a recorded entry"
-        );
-    }
 }
 
 #[test]
@@ -182,8 +136,8 @@ fn a_ledger_that_is_not_a_ledger_or_not_writable_fails_before_any_work() {
 
     // A read-only ledger: polymorph runs under bwrap with the ledger bound read-only (as root,
     // permissions alone would not stop it).
-    let Some(bwrap) = which_bwrap() else {
-        crate::common::skipped("bwrap not available: read-only ledger case");
+    let Some(bwrap) = bwrap() else {
+        missing(Tool::Bwrap, "bwrap not available: read-only ledger case");
         return;
     };
     let env = Env::new();
@@ -222,13 +176,6 @@ fn a_ledger_that_is_not_a_ledger_or_not_writable_fails_before_any_work() {
         runs_before
     );
     assert_consistent(&env);
-}
-
-fn which_bwrap() -> Option<std::path::PathBuf> {
-    match sandbox::Isolation::detect(&std::env::var("PATH").unwrap()) {
-        sandbox::Isolation::Bwrap { path, .. } => Some(path),
-        sandbox::Isolation::Plain(_) => None,
-    }
 }
 
 #[test]

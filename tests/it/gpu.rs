@@ -1,7 +1,8 @@
 //! GPU tasks: refused up front, naming what is missing, where the machine has no NVIDIA GPU or
 //! no nvcc; checked for real where it has both (the H200 the project borrows, see README).
 
-use crate::common::{Env, skipped};
+use crate::common::Env;
+use crate::common::tools::{Tool, missing};
 use predicates::str::contains;
 
 fn has_gpu_and_nvcc() -> bool {
@@ -59,7 +60,10 @@ fn an_unknown_requirement_is_a_clear_error() {
 #[test]
 fn the_cuda_task_builds_tests_and_benchmarks_on_a_gpu() {
     if !has_gpu_and_nvcc() {
-        skipped("the CUDA task on a GPU: needs an NVIDIA GPU and nvcc");
+        missing(
+            Tool::Gpu,
+            "the CUDA task on a GPU: needs an NVIDIA GPU and nvcc",
+        );
         return;
     }
     let env = Env::new();
@@ -88,7 +92,10 @@ fn the_cuda_task_compiles_with_nvcc() {
         .split(':')
         .any(|d| std::path::Path::new(d).join("nvcc").is_file())
     {
-        skipped("compiling the CUDA task: nvcc is not installed (.ci/run installs it from PyPI)");
+        missing(
+            Tool::Nvcc,
+            "compiling the CUDA task: nvcc is not installed (./test.sh installs it from PyPI)",
+        );
         return;
     }
     let env = Env::new();

@@ -98,14 +98,7 @@ fn a_new_trace_beside_the_workload_moves_only_its_own_context() {
 fn best_says_what_to_deploy_and_emits_the_tree() {
     let env = Env::new();
     let task = env.task("spin");
-    let report = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--budget",
-        "4",
-        "--seed",
-        "3",
-    ]);
+    let report = env.run(&task, &["--budget", "4", "--seed", "3"]);
     assert!(report["accepted"].as_u64().unwrap() >= 1, "{report}");
     let out = env.path().join("deploy");
     let best = env.json(&[
@@ -143,17 +136,10 @@ fn best_says_what_to_deploy_and_emits_the_tree() {
 fn a_new_context_starts_from_its_neighbours_best() {
     let env = Env::new();
     let task = env.task("spin");
-    let first = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--budget",
-        "4",
-        "--seed",
-        "5",
-    ]);
+    let first = env.run(&task, &["--budget", "4", "--seed", "5"]);
     let best_a = env.json(&["best", task.to_str().unwrap()]);
     edit_workload(&task, 2);
-    let second = env.json(&["run", task.to_str().unwrap(), "--budget", "1"]);
+    let second = env.run(&task, &["--budget", "1"]);
     assert_ne!(second["context_id"], first["context_id"]);
     let c = env.json(&[
         "query",
@@ -178,13 +164,7 @@ fn a_new_context_starts_from_its_neighbours_best() {
     assert!(samples[0]["n"].as_i64().unwrap() >= 12);
 
     edit_workload(&task, 3);
-    env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--budget",
-        "1",
-        "--no-warm-start",
-    ]);
+    env.run(&task, &["--budget", "1", "--no-warm-start"]);
     let cold = env.json(&["query", "SELECT origin FROM candidates WHERE run_id = 3"]);
     assert!(cold[0]["origin"].as_str().unwrap().starts_with("search("));
 }
@@ -404,14 +384,7 @@ fn sigterm_stops_the_daemon_mid_evaluation_and_loses_nothing() {
     assert_eq!(orphans[0]["n"], 0);
     // A plain run picks the interrupted run up where it stopped.
     let done = runs[0]["candidates"].as_u64().unwrap();
-    let report = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--proposer",
-        &proposer,
-        "--budget",
-        "40",
-    ]);
+    let report = env.run(&task, &["--proposer", &proposer, "--budget", "40"]);
     assert_eq!(report["run_id"], 1);
     assert_eq!(report["candidates"], 40);
     assert!(done < 40);

@@ -3,8 +3,9 @@
 //! ledger committing one chain of entries (one of two candidates judged against the same
 //! incumbent lands, the other is recorded as having lost the race and the run re-bases).
 
-use super::common::{Env, git_in as git, int_column, skipped};
-use super::pg_engine::Postgres;
+use super::common::postgres::Postgres;
+use super::common::tools::{Tool, missing};
+use super::common::{Env, git_in as git, int_column};
 use polymorph::measure::{Interval, Verdict};
 use polymorph::record::store::{NewEntry, NewEvaluation, Superseded};
 use polymorph::record::{ChangeKind, ProposerKind, RunProposer, Stage, Store};
@@ -16,7 +17,7 @@ fn cluster() -> Option<Postgres> {
     match Postgres::start() {
         Ok(pg) => Some(pg),
         Err(why) => {
-            skipped(&format!("the PostgreSQL store: {why}"));
+            missing(Tool::Postgres, &format!("the PostgreSQL store: {why}"));
             None
         }
     }

@@ -107,14 +107,7 @@ fn review_approve_reject_and_the_next_run() {
     // The best is e2 again, and the next run starts from it, its commits following the revert.
     let best = env.json(&["best", task.to_str().unwrap()]);
     assert_eq!(best["entry"], 2);
-    let report = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--budget",
-        "2",
-        "--seed",
-        "1",
-    ]);
+    let report = env.run(&task, &["--budget", "2", "--seed", "1"]);
     let parents = env.json(&["query", &format!("SELECT DISTINCT parent_entry_id AS p FROM candidates WHERE run_id = {} ORDER BY p LIMIT 1", report["run_id"])]);
     assert_eq!(parents[0]["p"], 2);
     let tip = env.git(&["rev-parse", &branch]);

@@ -9,14 +9,7 @@ use serde_json::Value;
 fn search_finds_gains_and_the_ledger_holds_only_accepted_entries() {
     let env = Env::new();
     let task = env.task("spin");
-    let report = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--budget",
-        "5",
-        "--seed",
-        "7",
-    ]);
+    let report = env.run(&task, &["--budget", "5", "--seed", "7"]);
     assert_eq!(report["status"], "finished");
     let accepted = report["accepted"].as_u64().unwrap();
     assert!(accepted >= 1, "{report}");
@@ -106,14 +99,7 @@ fn every_bad_candidate_gets_a_clear_verdict_and_nothing_is_lost() {
     ];
     let replay = env.write("cands.jsonl", &(lines.join("\n") + "\n"));
     let replay_arg = format!("replay:{}", replay.display());
-    let report = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--proposer",
-        &replay_arg,
-        "--budget",
-        "20",
-    ]);
+    let report = env.run(&task, &["--proposer", &replay_arg, "--budget", "20"]);
     assert_eq!(report["candidates"], 8);
     assert_eq!(report["accepted"], 1);
     let reasons: Vec<(String, String)> = (1..=8)
@@ -150,14 +136,7 @@ fn every_bad_candidate_gets_a_clear_verdict_and_nothing_is_lost() {
     let build = env.json(&["show", "5"]);
     assert!(build["log"].as_str().unwrap().contains("error"));
     // A second run with the same replay file is a new run; the first is still all there.
-    let report2 = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--proposer",
-        &replay_arg,
-        "--budget",
-        "2",
-    ]);
+    let report2 = env.run(&task, &["--proposer", &replay_arg, "--budget", "2"]);
     assert_eq!(report2["run_id"], 2);
     let n = env.json(&["query", "SELECT COUNT(*) AS n FROM candidates"]);
     assert_eq!(n[0]["n"], 10);
@@ -258,14 +237,7 @@ fn a_tasks_state_is_read_before_every_bench_process_and_shown() {
         "timeout_s = 60",
         "timeout_s = 60\nstate = \"echo load $(cut -d' ' -f1 /proc/loadavg)\"",
     );
-    let report = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--budget",
-        "2",
-        "--seed",
-        "4",
-    ]);
+    let report = env.run(&task, &["--budget", "2", "--seed", "4"]);
     assert_eq!(report["candidates"], 2);
     let counts = env.json(&[
         "query",

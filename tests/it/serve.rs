@@ -400,7 +400,8 @@ fn chromium() -> Option<Driver> {
 #[test]
 fn the_page_in_headless_chromium_lists_entries_renders_a_diff_and_approves() {
     let Some(browser) = chromium() else {
-        crate::common::skipped(
+        crate::common::tools::missing(
+            crate::common::tools::Tool::Chromium,
             "chromium or chromedriver is not installed (.ci/run installs them): browser test",
         );
         return;

@@ -2,8 +2,9 @@
 //! weights answers a short trace under each configuration; a configuration or batching code that
 //! changes an answer fails; and without its Python packages a run says what to install.
 
-use crate::adversarial::run_replay;
-use crate::common::{Env, edit, files_line, skipped};
+use crate::common::replay::run_replay;
+use crate::common::tools::{Tool, missing};
+use crate::common::{Env, edit, files_line};
 use predicates::str::contains;
 use std::path::Path;
 
@@ -58,7 +59,8 @@ fn the_embedding_server_answers_a_short_trace_and_wrong_answers_fail() {
     let env = Env::new();
     let task = env.task(TASK);
     let Some(python) = python(&env, &task) else {
-        skipped(
+        missing(
+            Tool::ServingPython,
             "the serving task: its Python packages are not installed (polymorph setup tasks/minilm-serve)",
         );
         return;

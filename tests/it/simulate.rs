@@ -49,16 +49,17 @@ fn a_recorded_cache_is_replayed_through_the_loop_in_its_own_context() {
     }
     std::fs::write(&cache, c.to_string()).unwrap();
 
-    let report = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--simulate",
-        cache.to_str().unwrap(),
-        "--budget",
-        "4",
-        "--seed",
-        "3",
-    ]);
+    let report = env.run(
+        &task,
+        &[
+            "--simulate",
+            cache.to_str().unwrap(),
+            "--budget",
+            "4",
+            "--seed",
+            "3",
+        ],
+    );
     assert_eq!(report["candidates"], 4, "{report}");
     let reasons = env.json(&["query", "SELECT verdict, reason FROM evaluations"]);
     assert!(
@@ -110,18 +111,19 @@ fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
     let task = env.task("matmul-c");
     let cache =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data/matmul-c-prefill.json");
-    let report = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--simulate",
-        cache.to_str().unwrap(),
-        "--workload",
-        task.join("workloads/prefill.json").to_str().unwrap(),
-        "--budget",
-        "24",
-        "--seed",
-        "1",
-    ]);
+    let report = env.run(
+        &task,
+        &[
+            "--simulate",
+            cache.to_str().unwrap(),
+            "--workload",
+            task.join("workloads/prefill.json").to_str().unwrap(),
+            "--budget",
+            "24",
+            "--seed",
+            "1",
+        ],
+    );
     assert_eq!(report["candidates"], 24, "{report}");
     let rows = env.json(&[
         "query",

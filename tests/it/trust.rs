@@ -2,8 +2,9 @@
 //! inside the sandbox, build outputs replaced after the build, the incumbent's workspace
 //! sabotaged. None may be accepted.
 
-use crate::adversarial::{bwrap_works, expect, run_replay};
-use crate::common::{Env, edit, files_line, skipped};
+use crate::common::replay::{expect, run_replay};
+use crate::common::tools::{Tool, bwrap, missing};
+use crate::common::{Env, edit, files_line};
 
 /// The honest sum, 3x the work of a cheat that sums a third as far (wrong, but plausibly fast).
 const HONEST: &str = "compute() {\n    s=0; i=1\n    while [ \"$i\" -le \"$1\" ]; do s=$((s + i)); i=$((i + 1)); done\n    echo \"$s\"\n}\n";
@@ -51,13 +52,16 @@ fn build_outputs_and_the_incumbent_are_frozen_after_the_build() {
     for (i, (verdict, reason, _)) in r.iter().enumerate().take(2) {
         assert_ne!(verdict, "accepted", "attack {}: {reason}", i + 1);
     }
-    if bwrap_works() {
+    if bwrap().is_some() {
         // The tree is read-only for tests and benchmarks and /tmp is private: the writes fail
         // and the candidates are measured as what they are.
         expect(&r, 0, "rejected", "");
         expect(&r, 1, "rejected", "");
     } else {
-        skipped("bwrap not usable: the trust suite checks the snapshot guard alone");
+        missing(
+            Tool::Bwrap,
+            "bwrap not usable: the trust suite checks the snapshot guard alone",
+        );
         expect(&r, 0, "failed", "the built tree changed after the build: ");
         expect(
             &r,
@@ -78,9 +82,12 @@ fn build_outputs_and_the_incumbent_are_frozen_after_the_build() {
 /// make a new namespace or write a sysctl would use it to look three times faster.
 #[test]
 fn root_attacks_from_a_candidate_fail_and_it_is_not_accepted() {
-    if !bwrap_works() {
+    if bwrap().is_none() {
         // Without bwrap these commands would run on the host itself: never try them there.
-        skipped("root attacks from a candidate: bwrap not usable here");
+        missing(
+            Tool::Bwrap,
+            "root attacks from a candidate: bwrap not usable here",
+        );
         return;
     }
     let env = Env::new();

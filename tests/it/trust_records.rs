@@ -99,12 +99,10 @@ fn a_person_releases_or_dismisses_a_quarantined_candidate() {
         ),
     ];
     let replay = env.write("q.jsonl", &(lines.join("\n") + "\n"));
-    let report = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--proposer",
-        &format!("replay:{}", replay.display()),
-    ]);
+    let report = env.run(
+        &task,
+        &["--proposer", &format!("replay:{}", replay.display())],
+    );
     let reasons = env.json(&[
         "query",
         "SELECT verdict, reason FROM evaluations ORDER BY candidate_id",
@@ -202,15 +200,13 @@ fn a_warm_start_brings_the_neighbours_edited_code_too() {
     let edited = format!("/* tuned by hand */\n{kernel}");
     let line = serde_json::json!({ "files": { "kernel.c": edited, "params.h": "#define PAD_PERMILLE 0\n" } }).to_string();
     let replay = env.write("edit.jsonl", &(line + "\n"));
-    let first = env.json(&[
-        "run",
-        task.to_str().unwrap(),
-        "--proposer",
-        &format!("replay:{}", replay.display()),
-    ]);
+    let first = env.run(
+        &task,
+        &["--proposer", &format!("replay:{}", replay.display())],
+    );
     assert_eq!(first["accepted"], 1, "{first}");
     std::fs::write(task.join("workload.json"), "{\"steps\": 2}\n").unwrap();
-    env.json(&["run", task.to_str().unwrap(), "--budget", "1"]);
+    env.run(&task, &["--budget", "1"]);
     let c = env.json(&[
         "query",
         "SELECT kind, payload, origin FROM candidates WHERE run_id = 2",

@@ -1,5 +1,14 @@
-//! Test helpers: each test gets its own temp dir with a copy of a task, its own runs.db and
-//! ledger, and runs the real `polymorph` binary.
+//! Test helpers, for every test module: each test gets its own temp dir with a copy of a task,
+//! its own runs.db and ledger, and runs the real `polymorph` binary. Beside this file: the
+//! engines tests start (sshd, Slurm, PostgreSQL), the scripted model server, replayed
+//! candidates, runs.db's invariants, and the tools a test may need.
+
+pub mod engines;
+pub mod model_server;
+pub mod postgres;
+pub mod records;
+pub mod replay;
+pub mod tools;
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
@@ -97,6 +106,12 @@ impl Env {
             .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
     }
 
+    /// `polymorph run TASK ARGS... --json`: the run's report.
+    pub fn run(&self, task: &Path, args: &[&str]) -> serde_json::Value {
+        let task = task.to_str().unwrap();
+        self.json(&[&["run", task][..], args].concat())
+    }
+
     /// The polymorph binary with this env's db and ledger, started in the background with
     /// stdin and output closed (for tests that kill or signal it).
     pub fn spawn(&self, args: &[&str]) -> std::process::Child {
@@ -131,12 +146,10 @@ impl Env {
             .map(|p| serde_json::json!({ "files": { "params.h": format!("#define PAD_PERMILLE {p}\n") } }).to_string())
             .collect();
         let replay = self.write("steps.jsonl", &(lines.join("\n") + "\n"));
-        let report = self.json(&[
-            "run",
-            task.to_str().unwrap(),
-            "--proposer",
-            &format!("replay:{}", replay.display()),
-        ]);
+        let report = self.run(
+            &task,
+            &["--proposer", &format!("replay:{}", replay.display())],
+        );
         if report["accepted"].as_u64() != Some(pads.len() as u64) {
             let why = self.json(&[
                 "query",
@@ -211,11 +224,4 @@ pub fn git_in(dir: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
-}
-
-/// Says on the real stderr, which the test harness does not capture (so CI's log shows it),
-/// that a guarantee was not tested on this machine.
-pub fn skipped(why: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr(), "skipped: {why}");
 }

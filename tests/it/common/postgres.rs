@@ -2,7 +2,7 @@
 //! `postgres` user when the tests run as root, which PostgreSQL refuses to run as), a server on
 //! a free loopback port with trust authentication, stopped and deleted when the test ends.
 
-use crate::engines::free_port;
+use super::engines::free_port;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
