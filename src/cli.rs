@@ -74,7 +74,7 @@ pub enum Command {
     /// Run due schedules until SIGTERM or Ctrl-C; a schedule whose task's context changed
     /// (workload, hardware, toolchain, model, harness) is due at once. One daemon per database.
     Daemon(DaemonArgs),
-    /// Read-only SQL over runs.db (see README for the schema); writes are refused.
+    /// Read-only SQL over runs.db (docs/commands.md names the tables); writes are refused.
     Query(QueryArgs),
     /// The node side of a remote target (`run --target`): reads one job on stdin, answers on
     /// stdout. Started by ssh or srun, not by hand.

@@ -2,10 +2,10 @@
 //! one-node Slurm cluster with two slots. The loop runs its evaluations there, records here,
 //! and survives a dropped connection and a cancelled job without losing or doubling anything.
 
-use super::common::Env;
 use super::common::engines::{Slurm, Sshd};
 use super::common::records::{assert_consistent, rows};
 use super::common::tools::{Tool, missing};
+use super::common::{Env, wait_for};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -78,18 +78,6 @@ fn assert_retried_and_recorded_once(env: &Env, child: Child, n: i64) -> String {
     assert_eq!(report["candidates"], n);
     assert_recorded_once(env, n);
     err
-}
-
-/// Waits until `ready` holds, polling; false after `limit`.
-fn wait_for(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if ready() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
 }
 
 #[test]

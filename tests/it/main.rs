@@ -9,6 +9,7 @@ mod agent_models;
 mod cluster;
 mod common;
 mod cycles;
+mod docs;
 mod faults;
 mod gpu;
 mod layers;

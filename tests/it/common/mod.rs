@@ -12,6 +12,7 @@ pub mod tools;
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 pub struct Env {
@@ -224,4 +225,16 @@ pub fn git_in(dir: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// Polls `ready` every 20 ms until it holds (true) or `limit` passes (false).
+pub fn wait_for(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if ready() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
 }
