@@ -79,6 +79,7 @@ fn judge_all(task: &Task, incumbent_tree: FileTree, candidates: Vec<Proposal>, t
         settings: &task.judge,
         reference: None,
         spread: None,
+        floor: &Default::default(),
     };
     for (i, c) in candidates.iter().enumerate() {
         let ev = h.evaluate(c, &incumbent, &judge);

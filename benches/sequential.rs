@@ -50,12 +50,14 @@ fn main() {
         case_tolerance: 0.5,
         plausible_factor: 10.0,
         limit: None,
+        weights: Default::default(),
     };
     let settings = JudgeSettings {
         screen_pairs: 2,
         min_pairs: 6,
         max_pairs: 20,
         confidence: 0.95,
+        floor: polymorph::measure::objective::Floor::Start,
     };
     println!(
         "judge: min_pairs 6, max_pairs 20, confidence 0.95, min_gain 2%; {sims} simulated candidates per cell"

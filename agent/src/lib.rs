@@ -105,6 +105,9 @@ pub struct ProposalContext {
     pub can_screen: bool,
     /// The pairs the judge's screen takes (`judge.screen_pairs`).
     pub screen_pairs: usize,
+    /// Each case's log gain of the incumbent over the judge's floor (`[judge] floor`); a case
+    /// not in it stands at the floor (all of them when the floor is the incumbent).
+    pub floor: BTreeMap<String, f64>,
     /// Candidates left in this run, this one included, when the run has a budget.
     pub remaining: Option<usize>,
 }

@@ -27,13 +27,16 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, HashMap};
 
 /// What the judge accepts, from the task's `[metric]`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Goal {
     pub maximize: bool,
     /// The gain the judge asks for (0.02 = 2%).
     pub min_gain: f64,
-    /// The judge refuses a candidate with any case worse than this (0.05 = 5%).
+    /// The judge refuses a candidate with any case ending worse than the floor by more than
+    /// this (0.05 = 5%).
     pub case_tolerance: f64,
+    /// Each case's weight in the objective, as the workload gives it; empty: equal weights.
+    pub weights: BTreeMap<String, f64>,
 }
 
 /// The surrogate's choice among the fresh candidates.
@@ -84,10 +87,17 @@ impl ModelProposer {
     }
 
     /// What the judge could accept, relative to `reference` (the incumbent's per-case figures):
-    /// the mean per-case log gain, minus a penalty for the worst case past the tolerance. An
-    /// assignment measured more than once (a race's leader, screened and then judged in full)
-    /// gets each case's log gain averaged over its measurements.
-    fn objective(&self, seen: &[&Observation], reference: &BTreeMap<String, f64>) -> f64 {
+    /// the weighted mean per-case log gain (the judge's objective), minus a penalty for the case
+    /// that would end furthest below the floor past the tolerance (`floor`: each case's log
+    /// gain of the incumbent over the floor). An assignment measured more than once (a race's
+    /// leader, screened and then judged in full) gets each case's log gain averaged over its
+    /// measurements.
+    fn objective(
+        &self,
+        seen: &[&Observation],
+        reference: &BTreeMap<String, f64>,
+        floor: &BTreeMap<String, f64>,
+    ) -> f64 {
         let mut per_case: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
         for o in seen {
             for (case, v) in &o.candidate {
@@ -104,11 +114,28 @@ impl ModelProposer {
         if per_case.is_empty() {
             return f64::NEG_INFINITY;
         }
-        let gains: Vec<f64> = per_case.values().map(|(sum, n)| sum / *n as f64).collect();
-        let mean = gains.iter().sum::<f64>() / gains.len() as f64;
-        let worst = gains.iter().copied().fold(f64::INFINITY, f64::min);
-        let floor = (1.0 - self.goal.case_tolerance).ln();
-        mean + PENALTY * (worst - floor).min(0.0)
+        let weight = |case: &str| match self.goal.weights.is_empty() {
+            true => 1.0,
+            false => self.goal.weights.get(case).copied().unwrap_or(0.0),
+        };
+        let total: f64 = per_case.keys().map(|c| weight(c)).sum();
+        if total <= 0.0 {
+            return f64::NEG_INFINITY;
+        }
+        let gain = |case: &str, (sum, n): &(f64, usize)| {
+            (sum / *n as f64, floor.get(case).copied().unwrap_or(0.0))
+        };
+        let mean = per_case
+            .iter()
+            .map(|(c, s)| weight(c) * gain(c, s).0)
+            .sum::<f64>()
+            / total;
+        let worst = per_case
+            .iter()
+            .map(|(c, s)| gain(c, s).0 + gain(c, s).1)
+            .fold(f64::INFINITY, f64::min);
+        let limit = (1.0 - self.goal.case_tolerance).ln();
+        mean + PENALTY * (worst - limit).min(0.0)
     }
 
     /// Each assignment measured, scored against the current incumbent, best first.
@@ -135,7 +162,12 @@ impl ModelProposer {
         }
         let mut scored: Vec<(f64, Params)> = order
             .into_iter()
-            .map(|p| (self.objective(&by_params[p], &reference), p.clone()))
+            .map(|p| {
+                (
+                    self.objective(&by_params[p], &reference, &ctx.floor),
+                    p.clone(),
+                )
+            })
             .collect();
         if let Some(p) = &ctx.incumbent_params
             && last_as_candidate.is_none()

@@ -82,6 +82,7 @@ mod tests {
             maximize: true,
             min_gain: 0.02,
             case_tolerance: 0.05,
+            weights: Default::default(),
         };
         let model = crate::ModelProposer::new(space, 1, goal);
         let p = Prepend::new(Vec::new(), Box::new(model));

@@ -5,7 +5,8 @@ use super::output::print_json;
 use crate::cli::{CheckArgs, Cli};
 use anyhow::{Context as _, Result};
 use polymorph::engine::{Built, Harness, runner};
-use polymorph::measure::{Sample, log_gain, median, median_score};
+use polymorph::measure::objective::Weights;
+use polymorph::measure::{Sample, log_gain, median};
 use polymorph::record::{Ledger, Store};
 use polymorph::task::{Resolved, resolve};
 use polymorph::view::resolve_entry;
@@ -25,7 +26,7 @@ pub async fn check(cli: &Cli, a: CheckArgs, cancel: CancelFlag) -> Result<()> {
     let runner = runner();
     let (names, samples) = measure(&r, &runner, rounds, extra, cancel)?;
     let isolation = runner.isolation().describe();
-    let table = Table::new(&names, &samples);
+    let table = Table::new(&names, &samples, &r.task.metric.weights);
     if a.json {
         return print_json(&table.json(&r, &isolation));
     }
@@ -99,7 +100,7 @@ struct Table<'a> {
 }
 
 impl<'a> Table<'a> {
-    fn new(names: &'a [String], samples: &[Vec<Sample>]) -> Self {
+    fn new(names: &'a [String], samples: &[Vec<Sample>], weights: &Weights) -> Self {
         let cases: Vec<String> = samples[0][0].cases.keys().cloned().collect();
         let medians = samples
             .iter()
@@ -110,7 +111,7 @@ impl<'a> Table<'a> {
                     .collect()
             })
             .collect();
-        let scores = samples.iter().map(|s| median_score(s)).collect();
+        let scores = samples.iter().map(|s| weights.median_score(s)).collect();
         let limits = samples
             .iter()
             .map(|s| {

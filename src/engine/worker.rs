@@ -140,12 +140,14 @@ fn run_job(job: &Job, cancel: CancelFlag) -> Result<Reply> {
             incumbent,
             candidate,
             reference,
+            floor,
         } => {
             let judge = Judge {
                 metric: &r.task.metric,
                 settings: &r.task.judge,
                 reference: *reference,
                 spread: None,
+                floor,
             };
             match h.prepare(incumbent.to_tree()?) {
                 Err(f) => Outcome::TaskError(format!(

@@ -4,6 +4,7 @@
 
 use super::metric::{Metric, case_gains, pct};
 use super::sample::Sample;
+use std::collections::BTreeMap;
 
 /// How many spreads of one pair's gain a candidate's first pair must fall under the gain the
 /// judge asks for to be dropped after it.
@@ -26,8 +27,14 @@ pub fn first_pair_out(metric: &Metric, gain: f64, spread: f64) -> Option<String>
 }
 
 /// Why screening drops a candidate after `pairs`: no pair showed the gain `min_gain` asks for,
-/// or one case lost beyond `case_tolerance` in every pair (the per-case guard would refuse it).
-pub fn screened_out(metric: &Metric, pairs: &[(Sample, Sample)], gains: &[f64]) -> Option<String> {
+/// or one case ended beyond `case_tolerance` below the floor in every pair (the per-case guard
+/// would refuse it; `floor`: each case's log gain of the incumbent over the floor).
+pub fn screened_out(
+    metric: &Metric,
+    pairs: &[(Sample, Sample)],
+    gains: &[f64],
+    floor: &BTreeMap<String, f64>,
+) -> Option<String> {
     let n = pairs.len();
     let threshold = (1.0 + metric.min_gain).ln();
     let best = gains.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -42,11 +49,13 @@ pub fn screened_out(metric: &Metric, pairs: &[(Sample, Sample)], gains: &[f64]) 
     let limit = (1.0 - metric.case_tolerance).ln();
     let first = &pairs.first()?.0;
     first.cases.keys().find_map(|case| {
-        let best_of_case =
-            case_gains(metric.direction, pairs, case).fold(f64::NEG_INFINITY, f64::max);
+        let shift = floor.get(case).copied().unwrap_or(0.0);
+        let best_of_case = case_gains(metric.direction, pairs, case)
+            .map(|g| g + shift)
+            .fold(f64::NEG_INFINITY, f64::max);
         (best_of_case < limit).then(|| {
             format!(
-                "case {case} regresses in screening: {} at best over {n} pairs, beyond the {:.0}% tolerance",
+                "case {case} ends below the floor in screening: {} at best over {n} pairs, beyond the {:.0}% tolerance",
                 pct(best_of_case),
                 metric.case_tolerance * 100.0
             )

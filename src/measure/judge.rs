@@ -5,11 +5,13 @@
 //! level) clears `min_gain`, no case regresses beyond tolerance, and the gain is plausible.
 
 use super::early::{first_pair_out, screened_out};
-use super::metric::{JudgeSettings, Metric, case_gains, log_gain, pct, pct_interval};
+use super::guard::{below_floor, floor_reason};
+use super::metric::{JudgeSettings, Metric, log_gain, pct, pct_interval};
 use super::sample::Sample;
 use super::sequential::level_at;
 use super::stats::{Interval, median, signed_rank_interval, signed_rank_interval_tails};
 use super::text_enum::text_enum;
+use std::collections::BTreeMap;
 
 text_enum! {
     /// What became of a candidate.
@@ -63,6 +65,9 @@ pub struct Judge<'a> {
     /// log ratios, from `Spread`), once enough pairs are known: a candidate whose first pair is
     /// far under the gain asked for is then dropped after it (`early::first_pair_out`).
     pub spread: Option<f64>,
+    /// Each case's log gain of the incumbent over the floor (`JudgeSettings::floor`); a case
+    /// not in it (all, when the floor is the incumbent) stands at the floor.
+    pub floor: &'a BTreeMap<String, f64>,
 }
 
 impl Judge<'_> {
@@ -103,7 +108,7 @@ impl Judge<'_> {
         }
         if n < self.settings.min_pairs.min(self.settings.max_pairs) {
             if n == self.settings.screen_pairs
-                && let Some(reason) = screened_out(self.metric, pairs, &gains)
+                && let Some(reason) = screened_out(self.metric, pairs, &gains, self.floor)
             {
                 return early(Verdict::Rejected, reason);
             }
@@ -132,8 +137,9 @@ impl Judge<'_> {
 
     /// Each pair's incumbent score, candidate score and gain (in the metric's direction).
     pub(super) fn scores(&self, pairs: &[(Sample, Sample)]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-        let inc: Vec<f64> = pairs.iter().map(|(a, _)| a.score()).collect();
-        let cand: Vec<f64> = pairs.iter().map(|(_, b)| b.score()).collect();
+        let score = |s: &Sample| self.metric.weights.score(s);
+        let inc: Vec<f64> = pairs.iter().map(|(a, _)| score(a)).collect();
+        let cand: Vec<f64> = pairs.iter().map(|(_, b)| score(b)).collect();
         let gains = inc
             .iter()
             .zip(&cand)
@@ -263,43 +269,18 @@ impl Judge<'_> {
 
     /// The worst case whose estimated change is beyond the tolerance, as a reason.
     fn case_regression(&self, pairs: &[(Sample, Sample)]) -> Option<String> {
-        let limit = (1.0 - self.metric.case_tolerance).ln();
-        let first = &pairs.first()?.0;
-        let mut worst: Option<(String, Interval)> = None;
-        for case in first.cases.keys() {
-            let diffs: Vec<f64> = case_gains(self.metric.direction, pairs, case).collect();
-            let Some(i) = signed_rank_interval(&diffs, self.settings.confidence) else {
-                continue;
-            };
-            if i.estimate < limit && worst.as_ref().is_none_or(|(_, w)| i.estimate < w.estimate) {
-                worst = Some((case.clone(), i));
-            }
-        }
-        worst.map(|(case, i)| {
-            format!(
-                "case {case} regresses: {}, beyond the {:.0}% tolerance",
-                pct_interval(&i),
-                self.metric.case_tolerance * 100.0
-            )
-        })
+        let (case, i) = below_floor(self.metric, self.settings.confidence, self.floor, pairs)?;
+        Some(floor_reason(self.metric, self.settings.floor, &case, &i))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::Direction;
     use std::collections::BTreeMap;
 
     fn metric() -> Metric {
-        Metric {
-            name: "x".into(),
-            direction: Direction::Maximize,
-            min_gain: 0.02,
-            case_tolerance: 0.05,
-            plausible_factor: 10.0,
-            limit: None,
-        }
+        crate::measure::metric::test_metric()
     }
 
     fn settings() -> JudgeSettings {
@@ -308,6 +289,7 @@ mod tests {
             min_pairs: 6,
             max_pairs: 20,
             confidence: 0.95,
+            floor: crate::measure::objective::Floor::Incumbent,
         }
     }
 
@@ -336,6 +318,7 @@ mod tests {
             settings: &s,
             reference,
             spread: None,
+            floor: &Default::default(),
         })
         .decide(p)
         {
@@ -434,6 +417,7 @@ mod tests {
             settings: &s,
             reference: None,
             spread: None,
+            floor: &Default::default(),
         };
         // A subnormal time on a minimize task: incumbent / candidate overflows to infinity.
         let p = vec![(sample(100.0, 100.0), sample(5e-324, 5e-324)); 3];
@@ -462,6 +446,7 @@ mod tests {
             settings: &s,
             reference: None,
             spread: None,
+            floor: &Default::default(),
         };
         let mut fast = sample(130.0, 101.0);
         fast.limit = Some(120.0);

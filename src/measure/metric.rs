@@ -1,6 +1,7 @@
 //! What a task measures and how a result is judged: the metric and its direction, the judge's
 //! settings, and gains as paired log-ratios (positive = better in the metric's direction).
 
+use super::objective::{Floor, Weights};
 use super::sample::Sample;
 use super::stats::Interval;
 use super::text_enum::text_enum;
@@ -21,7 +22,7 @@ pub struct Metric {
     pub direction: Direction,
     /// Smallest gain worth accepting, as a fraction (0.02 = 2%).
     pub min_gain: f64,
-    /// How much slower any one case may get before a candidate is refused.
+    /// How much worse than the floor (`JudgeSettings::floor`) any one case may end.
     pub case_tolerance: f64,
     /// A gain over this factor (against the incumbent and the hand-tuned baseline) needs a human.
     pub plausible_factor: f64,
@@ -29,6 +30,8 @@ pub struct Metric {
     /// `copy_gbps`): a candidate measured above it needs a human, and `check` shows each figure
     /// as a fraction of it.
     pub limit: Option<String>,
+    /// Each case's weight in the objective, from the workload's `"weights"` (empty: equal).
+    pub weights: Weights,
 }
 
 /// How many pairs the judge may look at, and at which confidence it decides.
@@ -41,6 +44,8 @@ pub struct JudgeSettings {
     pub min_pairs: usize,
     pub max_pairs: usize,
     pub confidence: f64,
+    /// What no case may end worse than by more than `case_tolerance`.
+    pub floor: Floor,
 }
 
 /// Log-ratio gain of `candidate` over `incumbent`, positive when the candidate is better.
@@ -80,4 +85,18 @@ pub fn pct_interval(i: &Interval) -> String {
         pct(i.low).trim_end_matches('%'),
         pct(i.high).trim_end_matches('%')
     )
+}
+
+/// The metric the measure layer's tests judge: maximised, 2% asked for, 5% tolerance.
+#[cfg(test)]
+pub(crate) fn test_metric() -> Metric {
+    Metric {
+        name: "x".into(),
+        direction: Direction::Maximize,
+        min_gain: 0.02,
+        case_tolerance: 0.05,
+        plausible_factor: 10.0,
+        limit: None,
+        weights: Default::default(),
+    }
 }

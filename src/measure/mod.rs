@@ -3,8 +3,10 @@
 //! every decision it makes is a function of its inputs and tested without a machine.
 
 mod early;
+mod guard;
 pub mod judge;
 pub mod metric;
+pub mod objective;
 pub mod plot;
 pub mod power;
 pub mod sample;
@@ -15,6 +17,6 @@ pub(crate) mod text_enum;
 
 pub use judge::{Decision, Judge, Summary, Verdict};
 pub use metric::{Direction, JudgeSettings, Metric, log_gain, pct, pct_interval};
-pub use sample::{Sample, SampleSide, median_score, parse_sample, same_cases};
+pub use sample::{Sample, SampleSide, parse_sample, same_cases};
 pub use screen::Spread;
 pub use stats::{Interval, geomean, median, signed_rank_interval, signed_rank_interval_tails};

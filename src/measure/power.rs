@@ -49,6 +49,7 @@ pub fn simulate(
     use rand::SeedableRng;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let judge = Judge {
+        floor: &super::objective::AT_INCUMBENT,
         metric,
         settings,
         reference: None,
@@ -99,12 +100,14 @@ mod tests {
             case_tolerance: 0.5,
             plausible_factor: 10.0,
             limit: None,
+            weights: Default::default(),
         };
         let s = JudgeSettings {
             screen_pairs: 0,
             min_pairs: 6,
             max_pairs: 20,
             confidence: 0.95,
+            floor: crate::measure::objective::Floor::Start,
         };
         let noise = Noise {
             sd: 0.03,

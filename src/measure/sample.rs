@@ -1,10 +1,9 @@
 //! The bench output protocol: every stdout line that is a JSON object with `"metric"` and
 //! `"value"` is a measurement, `"case"` names the shape (default `default`). One bench process is
-//! one sample; its score is the geometric mean over cases. A sample with a duplicate, missing,
+//! one sample; its score is the objective's weighted geometric mean over cases (`objective.rs`). A sample with a duplicate, missing,
 //! non-finite, subnormal or non-positive measurement is invalid, never a number. A task may
 //! declare a limit line (the hardware's speed of light, measured in the same process).
 
-use super::stats::{geomean, median};
 use super::text_enum::text_enum;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -21,13 +20,6 @@ pub struct Sample {
     pub limit: Option<f64>,
     /// What the machine was like when the process started (the task's `[commands] state`).
     pub state: Option<String>,
-}
-
-impl Sample {
-    /// Geometric mean over cases.
-    pub fn score(&self) -> f64 {
-        geomean(self.cases.values().copied())
-    }
 }
 
 /// Every measurement of `metric` in a bench's stdout, by case; an invalid one is an error.
@@ -104,11 +96,6 @@ text_enum! {
     }
 }
 
-/// Median score of samples.
-pub fn median_score(samples: &[Sample]) -> f64 {
-    median(&samples.iter().map(Sample::score).collect::<Vec<_>>())
-}
-
 /// Checks that a candidate's sample has exactly the cases of the incumbent's.
 pub fn same_cases(expected: &Sample, got: &Sample) -> Result<(), String> {
     if let Some(missing) = expected.cases.keys().find(|c| !got.cases.contains_key(*c)) {
@@ -129,7 +116,7 @@ mod tests {
         let out = "warming up\n{\"metric\": \"gflops\", \"case\": \"a\", \"value\": 2}\n{\"metric\": \"ms\", \"value\": 9}\n{\"metric\":\"gflops\",\"case\":\"b\",\"value\":8}\n";
         let s = parse_sample(out, "gflops", None).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s.cases.len(), 2);
-        assert!((s.score() - 4.0).abs() < 1e-9);
+        assert!((crate::measure::objective::Weights::default().score(&s) - 4.0).abs() < 1e-9);
     }
 
     #[test]

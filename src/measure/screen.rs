@@ -8,6 +8,7 @@
 use super::early::screened_out;
 use super::judge::{Decision, Judge, Verdict};
 use super::metric::pct;
+use super::objective::Weights;
 use super::sample::Sample;
 use super::stats::median;
 
@@ -32,10 +33,10 @@ pub struct Spread {
 }
 
 impl Spread {
-    pub fn add(&mut self, pairs: &[(Sample, Sample)]) {
+    pub fn add(&mut self, weights: &Weights, pairs: &[(Sample, Sample)]) {
         let gains: Vec<f64> = pairs
             .iter()
-            .map(|(a, b)| (b.score() / a.score()).ln())
+            .map(|(a, b)| (weights.score(b) / weights.score(a)).ln())
             .filter(|g| g.is_finite())
             .collect();
         if gains.len() < 2 {
@@ -47,9 +48,9 @@ impl Spread {
     }
 
     /// A new incumbent: the pooled noise starts again from the judgement that made it one.
-    pub fn restart(&mut self, pairs: &[(Sample, Sample)]) {
+    pub fn restart(&mut self, weights: &Weights, pairs: &[(Sample, Sample)]) {
         *self = Spread::default();
-        self.add(pairs);
+        self.add(weights, pairs);
     }
 
     /// The standard deviation of one pair's gain, once enough pairs are pooled.
@@ -69,8 +70,9 @@ impl Judge<'_> {
             return decision;
         }
         let (inc_scores, cand_scores, gains) = self.scores(pairs);
-        let settled_early =
-            n == 1 && gains[0] >= CLEAR.ln() && screened_out(self.metric, pairs, &gains).is_none();
+        let settled_early = n == 1
+            && gains[0] >= CLEAR.ln()
+            && screened_out(self.metric, pairs, &gains, self.floor).is_none();
         if n < self.settings.screen_pairs.max(1) && !settled_early {
             return Decision::Continue;
         }
@@ -94,18 +96,11 @@ impl Judge<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::{Decision, Direction, Judge, JudgeSettings, Metric, Verdict};
+    use crate::measure::{Decision, Judge, JudgeSettings, Metric, Verdict};
     use std::collections::BTreeMap;
 
     fn metric() -> Metric {
-        Metric {
-            name: "ops".into(),
-            direction: Direction::Maximize,
-            min_gain: 0.02,
-            case_tolerance: 0.05,
-            plausible_factor: 10.0,
-            limit: None,
-        }
+        crate::measure::metric::test_metric()
     }
 
     fn pair(inc: (f64, f64), cand: (f64, f64)) -> (Sample, Sample) {
@@ -123,6 +118,7 @@ mod tests {
             min_pairs: 6,
             max_pairs: 20,
             confidence: 0.95,
+            floor: crate::measure::objective::Floor::Start,
         }
     }
 
@@ -133,6 +129,7 @@ mod tests {
             settings,
             reference: None,
             spread: None,
+            floor: &crate::measure::objective::AT_INCUMBENT,
         }
     }
 
@@ -187,7 +184,7 @@ mod tests {
         ];
         let r = reason(decide(&lost));
         assert!(
-            r.starts_with("case b regresses in screening: -6.0% at best"),
+            r.starts_with("case b ends below the floor in screening: -6.0% at best"),
             "{r}"
         );
         // One pair with the gain is enough to go on to the full judgement.
@@ -257,6 +254,7 @@ mod tests {
             settings: &s,
             reference: None,
             spread,
+            floor: &crate::measure::objective::AT_INCUMBENT,
         };
         // 3 sd of a pair's gain: 6%.
         let sure = judge(Some(0.02));
@@ -283,6 +281,7 @@ mod tests {
             settings: &off,
             reference: None,
             spread: Some(0.02),
+            floor: &crate::measure::objective::AT_INCUMBENT,
         };
         assert_eq!(unscreened.decide(&at(0.5)), Decision::Continue);
     }
@@ -297,18 +296,18 @@ mod tests {
                 .map(|w| pair((10.0, 10.0), (10.0 * base * w, 10.0 * base * w)))
                 .collect()
         };
-        spread.add(&evaluation(1.0));
+        spread.add(&Weights::default(), &evaluation(1.0));
         assert_eq!(spread.sd(), None, "3 degrees of freedom are too few");
-        spread.add(&evaluation(1.5));
-        spread.add(&evaluation(1.0));
+        spread.add(&Weights::default(), &evaluation(1.5));
+        spread.add(&Weights::default(), &evaluation(1.0));
         let sd = spread.sd().unwrap_or(0.0);
         // The candidates' difference (+50%) is no noise: a pair's sd is about 1.15%.
         assert!((sd - 0.0115).abs() < 0.0005, "{sd}");
         // A new incumbent starts again from the evaluation that made it one.
-        spread.restart(&evaluation(1.5));
+        spread.restart(&Weights::default(), &evaluation(1.5));
         assert_eq!(spread.sd(), None);
-        spread.add(&evaluation(1.0));
-        spread.add(&evaluation(1.0));
+        spread.add(&Weights::default(), &evaluation(1.0));
+        spread.add(&Weights::default(), &evaluation(1.0));
         assert!(spread.sd().is_some());
     }
 }

@@ -3,9 +3,11 @@
 //! file's hash and the model id; its id is a short stable hash of all of that.
 
 use super::spec::Task;
+use crate::measure::objective::Weights;
 use anyhow::{Context as _, Result, bail};
 use sandbox::{FileTree, RelPath, sha256_hex};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -67,6 +69,28 @@ impl Workload {
             path: w.under(&task.dir),
             label: w.to_string(),
         }))
+    }
+}
+
+impl Workload {
+    /// The objective's case weights, when the workload is a JSON object with a `"weights"`
+    /// object (`{"weights": {"m1_n2048_k2048": 3, "m16_n512_k2048": 1}, ...}`: each case's
+    /// share of traffic or time); none (equal weights) for any other workload.
+    pub fn weights(&self) -> Result<Weights> {
+        let shown = self.path.display();
+        let text =
+            std::fs::read(&self.path).with_context(|| format!("reading workload {shown}"))?;
+        let Ok(serde_json::Value::Object(obj)) = serde_json::from_slice(&text) else {
+            return Ok(Weights::default());
+        };
+        let Some(raw) = obj.get("weights") else {
+            return Ok(Weights::default());
+        };
+        let map: BTreeMap<String, f64> =
+            serde_json::from_value(raw.clone()).with_context(|| {
+                format!("workload {shown}: \"weights\" must map case names to numbers")
+            })?;
+        Weights::new(map).map_err(|e| anyhow::anyhow!("workload {shown}: {e}"))
     }
 }
 

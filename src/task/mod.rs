@@ -2,6 +2,7 @@
 //! workload, model, harness), and a task resolved for a run. Imports `measure` only.
 
 pub mod context;
+mod judging;
 pub mod params;
 pub mod python;
 pub mod requires;

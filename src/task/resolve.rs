@@ -61,7 +61,10 @@ pub fn resolve(task_dir: &Path, workload: Option<&Path>) -> Result<Resolved> {
 
 /// Reads a loaded task's trees and probes its context here for `workload` (a worker resolves a
 /// task it was sent this way, with the workload named as its controller names it).
-pub fn resolve_with(task: Task, workload: Option<Workload>) -> Result<Resolved> {
+pub fn resolve_with(mut task: Task, workload: Option<Workload>) -> Result<Resolved> {
+    if let Some(w) = &workload {
+        task.metric.weights = w.weights()?;
+    }
     let source = task.source_tree()?;
     let hand_tuned = task.hand_tuned_tree(&source)?;
     let path_var = task.path_var(&std::env::var("PATH").unwrap_or_default());

@@ -1,6 +1,7 @@
 //! Tasks: `task.toml` loaded and validated into a `Task`. Every error names the file, the field
 //! and what would fix it; nothing runs until a task loads cleanly.
 
+use super::judging::{RawJudge, judge};
 use super::params::{ParamsSpec, parse_params};
 use super::python::{self, PythonEnv};
 use super::requires::Requirement;
@@ -21,18 +22,10 @@ pub const NVIDIA_STATE: &str =
 const DEFAULT_TIMEOUT_S: u64 = 300;
 /// Implausible gain factor (DESIGN.md: 10x by default).
 const DEFAULT_PLAUSIBLE_FACTOR: f64 = 10.0;
-/// A case may be this much slower than on the incumbent before the candidate is refused.
+/// A case may end this much worse than the floor (the start, by default) before a candidate is refused.
 const DEFAULT_CASE_TOLERANCE: f64 = 0.05;
-/// Fewest benchmark pairs before any verdict: with 6 pairs the signed-rank interval can reach 95%.
-const DEFAULT_MIN_PAIRS: usize = 6;
-/// Pairs after which a candidate with no sign of the gain is dropped (see `JudgeSettings`).
-const DEFAULT_SCREEN_PAIRS: usize = 2;
-/// Most benchmark pairs before an unclear candidate is rejected as inconclusive.
-const DEFAULT_MAX_PAIRS: usize = 20;
 /// Smallest gain worth accepting when a task names none: 2%.
 const DEFAULT_MIN_GAIN: f64 = 0.02;
-/// Confidence of the judge's intervals when a task names none.
-const DEFAULT_CONFIDENCE: f64 = 0.95;
 /// Toolchain probed for the context when a task names none.
 const DEFAULT_TOOLCHAIN: &str = "cc --version";
 
@@ -145,15 +138,6 @@ struct RawContext {
     toolchain: Option<Vec<String>>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawJudge {
-    screen_pairs: Option<usize>,
-    min_pairs: Option<usize>,
-    max_pairs: Option<usize>,
-    confidence: Option<f64>,
-}
-
 fn globset(file: &Path, field: &str, globs: &[String]) -> Result<GlobSet> {
     let mut b = GlobSetBuilder::new();
     for g in globs {
@@ -260,7 +244,7 @@ impl Task {
                 ..cmds
             },
             metric: metric(file, raw.metric)?,
-            judge: judge(file, raw.judge)?,
+            judge: judge(file, raw.judge, hand_tuned.is_some())?,
             hand_tuned,
             params,
             workload,
@@ -391,39 +375,8 @@ fn metric(file: &Path, raw: RawMetric) -> Result<Metric> {
         case_tolerance,
         plausible_factor,
         limit,
+        weights: Default::default(),
     })
-}
-
-/// `[judge]`: 6 <= min_pairs <= max_pairs <= 200 and a confidence level in [0.5, 1).
-fn judge(file: &Path, raw: RawJudge) -> Result<JudgeSettings> {
-    let f = file.display();
-    let judge = JudgeSettings {
-        screen_pairs: raw.screen_pairs.unwrap_or(DEFAULT_SCREEN_PAIRS),
-        min_pairs: raw.min_pairs.unwrap_or(DEFAULT_MIN_PAIRS),
-        max_pairs: raw.max_pairs.unwrap_or(DEFAULT_MAX_PAIRS),
-        confidence: raw.confidence.unwrap_or(DEFAULT_CONFIDENCE),
-    };
-    if judge.min_pairs < 6 || judge.max_pairs < judge.min_pairs || judge.max_pairs > 200 {
-        bail!(
-            "{f}: judge.min_pairs = {}, judge.max_pairs = {}: need 6 <= min_pairs <= max_pairs <= 200",
-            judge.min_pairs,
-            judge.max_pairs
-        );
-    }
-    if judge.screen_pairs >= judge.min_pairs {
-        bail!(
-            "{f}: judge.screen_pairs = {}: screening must end before min_pairs ({}); 0 turns it off",
-            judge.screen_pairs,
-            judge.min_pairs
-        );
-    }
-    if !(0.5..1.0).contains(&judge.confidence) {
-        bail!(
-            "{f}: judge.confidence = {}: expected a level in [0.5, 1), e.g. 0.95",
-            judge.confidence
-        );
-    }
-    Ok(judge)
 }
 
 /// A path the task names under its directory, which must exist (a directory when `dir`).

@@ -19,6 +19,7 @@ fn goal(maximize: bool) -> Goal {
         maximize,
         min_gain: 0.02,
         case_tolerance: 0.05,
+        weights: BTreeMap::new(),
     }
 }
 
@@ -242,19 +243,34 @@ fn a_case_past_the_tolerance_costs_more_than_its_mean_gains() {
         screened_only: false,
         pairs: 2,
     };
-    // +30% and -10% has the bigger mean but would be refused; +5% on both is accepted.
+    // Against the incumbent as the floor: +30% and -10% has the bigger mean but would be
+    // refused; +5% on both is accepted.
+    let at = BTreeMap::new();
     assert!(
-        m.objective(&[&obs(130.0, 90.0)], &reference)
-            < m.objective(&[&obs(105.0, 105.0)], &reference)
+        m.objective(&[&obs(130.0, 90.0)], &reference, &at)
+            < m.objective(&[&obs(105.0, 105.0)], &reference, &at)
     );
-    assert!(m.objective(&[&obs(105.0, 105.0)], &reference) > 0.0);
+    assert!(m.objective(&[&obs(105.0, 105.0)], &reference, &at) > 0.0);
     assert_eq!(
-        m.objective(&[&Observation::default()], &reference),
+        m.objective(&[&Observation::default()], &reference, &at),
         f64::NEG_INFINITY
     );
+    // With an incumbent 20% above the floor on y, the trade ends above the floor and is no
+    // longer penalised.
+    let ahead = BTreeMap::from([("y".to_string(), 1.2f64.ln())]);
+    assert!(
+        m.objective(&[&obs(130.0, 90.0)], &reference, &ahead)
+            > m.objective(&[&obs(105.0, 105.0)], &reference, &ahead)
+    );
+    // Weights make the objective the workload's: y at three times x's weight.
+    let mut weighted = goal(true);
+    weighted.weights = BTreeMap::from([("x".to_string(), 1.0), ("y".to_string(), 3.0)]);
+    let w = ModelProposer::new(space(), 1, weighted);
+    let got = w.objective(&[&obs(120.0, 100.0)], &reference, &ahead);
+    assert!((got - 1.2f64.ln() / 4.0).abs() < 1e-12, "{got}");
     // For a metric to minimize, lower is better.
     let min = ModelProposer::new(space(), 1, goal(false));
-    assert!(min.objective(&[&obs(90.0, 90.0)], &reference) > 0.0);
+    assert!(min.objective(&[&obs(90.0, 90.0)], &reference, &at) > 0.0);
 }
 
 #[test]

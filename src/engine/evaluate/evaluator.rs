@@ -9,6 +9,7 @@ use crate::engine::remote::Pool;
 use crate::engine::remote::wire::{
     Job, Op, Outcome, PROTOCOL, VERSION, WireEvaluation, WireTree, WireWorkload,
 };
+use crate::measure::objective::Weights;
 use crate::measure::{Decision, Judge, Sample, Spread};
 use crate::record::Stage;
 use crate::task::Resolved;
@@ -21,6 +22,8 @@ pub struct Evaluator<'a> {
     place: Place<'a>,
     /// The noise of a pair's gain against the incumbent, for the judge's screens.
     spread: Spread,
+    /// The objective's case weights.
+    weights: Weights,
 }
 
 enum Place<'a> {
@@ -76,6 +79,7 @@ pub fn base_job(r: &Resolved) -> Result<Job> {
 impl<'a> Evaluator<'a> {
     pub fn local(harness: Harness<'a>) -> Self {
         Evaluator {
+            weights: harness.task.metric.weights.clone(),
             incumbent: FileTree::default(),
             place: Place::Local {
                 harness: Box::new(harness),
@@ -87,6 +91,7 @@ impl<'a> Evaluator<'a> {
 
     pub fn remote(pool: Pool, job: Job, r: &'a Resolved, cancel: CancelFlag) -> Self {
         Evaluator {
+            weights: r.task.metric.weights.clone(),
             incumbent: r.source.clone(),
             place: Place::Remote {
                 pool,
@@ -139,7 +144,7 @@ impl<'a> Evaluator<'a> {
                         ..*judge
                     };
                     let ev = tokio::task::block_in_place(|| harness.evaluate(p, inc, &judge));
-                    self.spread.add(&ev.pairs);
+                    self.spread.add(&self.weights, &ev.pairs);
                     out.push(ev);
                 }
                 Ok(out)
@@ -158,6 +163,7 @@ impl<'a> Evaluator<'a> {
                             incumbent: WireTree::from(incumbent),
                             candidate: WireTree::from(&tree),
                             reference: judge.reference,
+                            floor: judge.floor.clone(),
                         };
                         (job, tree, diff)
                     })
@@ -195,7 +201,7 @@ impl<'a> Evaluator<'a> {
         if let Some(t) = &ev.tree {
             self.incumbent = t.clone();
         }
-        self.spread.restart(&ev.pairs);
+        self.spread.restart(&self.weights, &ev.pairs);
         if let Place::Local { built, .. } = &mut self.place
             && let Some(b) = ev.built.take()
         {

@@ -165,6 +165,11 @@ impl<'a> Harness<'a> {
         self.check_harness(built.ws.path(), Some(&built.outputs), Stage::Bench)?;
         let b = self.processes.bench(&built.tree, built.ws.path())?;
         self.bench_time += b.seconds;
+        self.task
+            .metric
+            .weights
+            .check(&b.sample)
+            .map_err(|why| Failure::new(Stage::Bench, format!("bench output invalid: {why}")))?;
         Ok(b.sample)
     }
 

@@ -17,13 +17,30 @@ pub struct Scripted {
     rng: ChaCha8Rng,
     /// How far one bench may stray from the tree's speed (a log ratio, uniform either way).
     noise: f64,
+    /// Each case's speed for a `PAD_PERMILLE`.
+    landscape: fn(f64) -> Vec<(&'static str, f64)>,
+}
+
+/// The spin task itself: one case, fewer wasted steps per thousand, more steps per second.
+fn spin(pad: f64) -> Vec<(&'static str, f64)> {
+    vec![("chain", 1000.0 / (1000.0 + pad))]
 }
 
 impl Scripted {
     pub fn new(seed: u64, noise: f64) -> Self {
+        Scripted::with_landscape(seed, noise, spin)
+    }
+
+    /// Benches whose cases follow `landscape` instead of the spin task's one case.
+    pub fn with_landscape(
+        seed: u64,
+        noise: f64,
+        landscape: fn(f64) -> Vec<(&'static str, f64)>,
+    ) -> Self {
         Scripted {
             rng: ChaCha8Rng::seed_from_u64(seed),
             noise,
+            landscape,
         }
     }
 }
@@ -61,11 +78,14 @@ impl Processes for Scripted {
     }
 
     fn bench(&mut self, tree: &FileTree, _dir: &Path) -> Result<Benched, Failure> {
-        let speed = 1000.0 / (1000.0 + pad(tree).unwrap_or(50.0));
         let jitter = (self.rng.random::<f64>() - 0.5) * 2.0 * self.noise;
+        let cases: BTreeMap<String, f64> = (self.landscape)(pad(tree).unwrap_or(50.0))
+            .into_iter()
+            .map(|(c, speed)| (c.to_string(), speed * jitter.exp()))
+            .collect();
         Ok(Benched {
             sample: Sample {
-                cases: BTreeMap::from([("chain".to_string(), speed * jitter.exp())]),
+                cases,
                 limit: None,
                 state: None,
             },

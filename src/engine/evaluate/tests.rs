@@ -49,6 +49,7 @@ fn evaluate(task: &Task, proposals: &[Proposal]) -> Vec<(Verdict, Stage, String)
         settings: &task.judge,
         reference: None,
         spread: None,
+        floor: &Default::default(),
     };
     ev.evaluate(proposals, &judge)
         .unwrap()

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 pub const REPLY_MARKER: &str = "POLYMORPH-REPLY ";
 
 /// Bumped whenever a job or a reply changes shape or meaning.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 /// This build of polymorph: a node must run the same one, so its harness and judge settings
 /// mean what the controller's do.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -99,11 +99,13 @@ pub enum Op {
     /// Build and test each tree, then `rounds` interleaved bench samples of each.
     Measure { trees: Vec<WireTree>, rounds: usize },
     /// Build and test both, then benchmark them interleaved until the task's judge decides,
-    /// and test the candidate again if it is accepted. `reference` is the hand-tuned score.
+    /// and test the candidate again if it is accepted. `reference` is the hand-tuned score,
+    /// `floor` each case's log gain of the incumbent over the floor (the judge's per-case guard).
     Evaluate {
         incumbent: WireTree,
         candidate: WireTree,
         reference: Option<f64>,
+        floor: BTreeMap<String, f64>,
     },
 }
 

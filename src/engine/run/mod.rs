@@ -15,6 +15,7 @@ mod proposers;
 mod recording;
 mod report;
 mod side_by_side;
+mod standing;
 mod warm_start;
 
 pub use options::{RunOptions, Strategy};

@@ -8,6 +8,7 @@ use super::observations::Observations;
 use super::options::RunOptions;
 use super::recording::{Provenance, commit_message, record_row};
 use super::report::{Progress, overhead_ms, ratio, references};
+use super::standing::Standing;
 use crate::engine::evaluate::{Evaluation, Evaluator};
 use crate::measure::{Judge, Verdict};
 use crate::record::store::{NewEntry, Superseded};
@@ -40,6 +41,8 @@ pub(super) struct Loop<'a> {
     pub label: String,
     /// What the model-based search has learnt so far (read incrementally).
     observed: Observations,
+    /// The incumbent against the floor, case by case, for the per-case guard.
+    standing: Standing,
 }
 
 impl<'a> Loop<'a> {
@@ -64,6 +67,7 @@ impl<'a> Loop<'a> {
             )
         })?;
         let (start_score, hand_score) = references(store, r, &mut exec, at.run_id).await?;
+        let standing = Standing::measure(r, &mut exec)?;
         let best_score = store
             .incumbent(&r.branch)
             .await?
@@ -89,6 +93,7 @@ impl<'a> Loop<'a> {
             tried,
             label: String::new(),
             observed: Observations::default(),
+            standing,
         })
     }
 
@@ -154,6 +159,7 @@ impl<'a> Loop<'a> {
                 settings: &task.judge,
                 reference: self.hand_score,
                 spread: None,
+                floor: &self.standing.0,
             };
             let mut evs = self.exec.evaluate(&batch, &judge)?;
             let slowest = evs.iter().map(|e| e.process_seconds).fold(0.0, f64::max);
@@ -191,6 +197,7 @@ impl<'a> Loop<'a> {
                     ratio(dir, self.hand_score, self.best_score),
                 );
                 if ev.verdict == Verdict::Accepted {
+                    self.standing.accept(self.r, &ev.pairs);
                     self.exec.accept(&mut ev);
                 }
                 k += 1;
@@ -228,6 +235,7 @@ impl<'a> Loop<'a> {
             history,
             incumbent_score: self.best_score,
             reference_score: self.hand_score,
+            floor: self.standing.0.clone(),
             observations: if with_observations {
                 self.observed
                     .refresh(self.store, &task.name, &self.r.context_id)
@@ -335,6 +343,7 @@ impl Loop<'_> {
         self.incumbent_entry = entry;
         self.incumbent_commit = commit;
         self.incumbent_params = r.task.params_of(self.exec.incumbent_tree());
+        self.standing = Standing::measure(r, &mut self.exec)?;
         self.best_score = now.and_then(|e| e.score).or(self.best_score);
         Ok(())
     }

@@ -109,6 +109,7 @@ pub fn make_proposer<'a>(
                         maximize: task.metric.direction == Direction::Maximize,
                         min_gain: task.metric.min_gain,
                         case_tolerance: task.metric.case_tolerance,
+                        weights: task.metric.weights.as_map().clone(),
                     },
                 )),
                 Strategy::Hill => Box::new(SearchProposer::new(space, seed)),

@@ -2,7 +2,7 @@
 //! entry, and the report at the end with start, best and hand-tuned measured side by side.
 
 use crate::engine::evaluate::{Evaluation, Evaluator};
-use crate::measure::{Direction, log_gain, median_score};
+use crate::measure::{Direction, log_gain};
 use crate::record::{CommitId, Ledger, RunProposer, RunStatus, Store};
 use crate::task::Resolved;
 use anyhow::{Context as _, Result};
@@ -100,7 +100,8 @@ pub fn final_measurement(
         trees.push(("the hand-tuned baseline", hand));
     }
     let samples = exec.measure(trees, REFERENCE_ROUNDS)?;
-    let scores: Vec<f64> = samples.iter().map(|s| median_score(s)).collect();
+    let w = &r.task.metric.weights;
+    let scores: Vec<f64> = samples.iter().map(|s| w.median_score(s)).collect();
     report.start_score = Some(scores[0]);
     report.best_score = Some(scores[usize::from(!best_is_start)]);
     report.hand_tuned_score = r.hand_tuned.as_ref().and_then(|_| scores.last().copied());
@@ -126,8 +127,9 @@ pub(super) async fn references(
         trees.push(("the hand-tuned baseline", t));
     }
     let samples = exec.measure(trees, REFERENCE_ROUNDS)?;
-    let s = Some(median_score(&samples[0]));
-    let h = samples.get(1).map(|x| median_score(x));
+    let w = &r.task.metric.weights;
+    let s = Some(w.median_score(&samples[0]));
+    let h = samples.get(1).map(|x| w.median_score(x));
     store.set_references(run_id, s, h).await?;
     Ok((s, h))
 }

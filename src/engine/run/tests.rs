@@ -8,6 +8,7 @@ use super::options::{RunOptions, Strategy};
 use super::proposal_loop::Loop;
 use crate::engine::evaluate::scripted::Scripted;
 use crate::engine::evaluate::{Evaluator, Harness};
+use crate::measure::objective::Floor;
 use crate::record::{Ledger, ProposerChoice, RunProposer, Store};
 use crate::task::resolve;
 use agent::ReplayProposer;
@@ -78,4 +79,69 @@ async fn the_loop_commits_what_the_judge_accepts_and_records_every_candidate() {
     let params =
         String::from_utf8_lossy(tree.get(&RelPath::new("params.h").unwrap()).unwrap()).into_owned();
     assert!(params.contains("PAD_PERMILLE 0"), "{params}");
+}
+
+/// Two families that trade cases: 100 (family A) is 10x the start on both; 0 (family B) is
+/// 20% slower than A on c0 and 60% faster on c1, +13% over A in the objective, still 8x the
+/// start on c0.
+fn two_families(pad: f64) -> Vec<(&'static str, f64)> {
+    match pad as i64 {
+        100 => vec![("c0", 10.0), ("c1", 10.0)],
+        0 => vec![("c0", 8.0), ("c1", 16.0)],
+        _ => vec![("c0", 1.0), ("c1", 1.0)],
+    }
+}
+
+/// Runs [100, 0] from the start with the given floor; each candidate's verdict and reason.
+async fn family_run(floor: Floor) -> Vec<(String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let spin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spin");
+    let mut r = resolve(&spin, None).unwrap();
+    r.task.judge.floor = floor;
+    let store = Store::open(&dir.path().join("runs.db")).await.unwrap();
+    let ledger = Ledger::open_or_init(&dir.path().join("ledger")).unwrap();
+    let (entry, commit) = sync_ledger(&store, &ledger, &r).await.unwrap();
+    let chosen = RunProposer::Replay("steps.jsonl".into());
+    let opts = options(2);
+    let at = start_or_resume(&store, &r, &chosen, &opts).await.unwrap();
+    let cancel = sandbox::CancelFlag::default();
+    let processes = Scripted::with_landscape(5, 0.002, two_families);
+    let harness = Harness::with_processes(&r.task, &r.source, cancel.clone(), Box::new(processes));
+    let mut lp = Loop::start(
+        &store,
+        &ledger,
+        &r,
+        Evaluator::local(harness),
+        cancel,
+        &at,
+        entry,
+        commit,
+    )
+    .await
+    .unwrap();
+    let steps = "{\"params\": {\"PAD_PERMILLE\": 100}}\n{\"params\": {\"PAD_PERMILLE\": 0}}\n";
+    let mut proposer = ReplayProposer::parse("steps.jsonl", steps).unwrap();
+    lp.run(&opts, 0, &chosen, &mut proposer).await.unwrap();
+    let (_, rows) = store
+        .query_readonly("SELECT verdict, reason FROM candidate_results ORDER BY seq")
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|r| (r[0].as_str().unwrap().into(), r[1].as_str().unwrap().into()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_start_as_floor_a_second_family_is_accepted_after_the_first() {
+    let start = family_run(Floor::Start).await;
+    assert_eq!(start[0].0, "accepted", "{start:?}");
+    assert_eq!(start[1].0, "accepted", "{start:?}");
+    // Against the moving incumbent, the first family accepted keeps the better one out.
+    let incumbent = family_run(Floor::Incumbent).await;
+    assert_eq!(incumbent[0].0, "accepted", "{incumbent:?}");
+    assert_eq!(incumbent[1].0, "rejected", "{incumbent:?}");
+    assert!(
+        incumbent[1].1.contains("case c0 ends below the floor"),
+        "{incumbent:?}"
+    );
 }

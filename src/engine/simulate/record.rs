@@ -5,7 +5,6 @@
 
 use super::cache::{Cache, RecordedSample, RecordedTree, tree_key};
 use crate::engine::evaluate::Harness;
-use crate::measure::median_score;
 use crate::task::Resolved;
 use anyhow::{Context as _, Result, bail};
 use sandbox::{CancelFlag, FileTree, Runner};
@@ -139,7 +138,7 @@ pub fn record(
                     });
                     benched.push(s);
                 }
-                score = Some(median_score(&benched));
+                score = Some(r.task.metric.weights.median_score(&benched));
             }
         }
         if progress {
