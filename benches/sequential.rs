@@ -5,9 +5,15 @@
 //! For comparison, the rule the judge used before (accept at any pair from 6 to 20 when the
 //! 95% interval clears the threshold) is simulated on the same draws' settings.
 //!
-//! cargo bench --bench sequential [-- SIMS]   (default 20000 per cell)
+//! Then whole runs: 40 candidates, 37 with no gain and three with +5%, +10% and +20%, with noise
+//! that drifts over the run (AR(1)) and candidates noisier than the incumbent, judged with one
+//! series per candidate and with the confirmation series the engine runs: the false
+//! acceptance per candidate and per run side by side, and the power on the real gains.
+//!
+//! cargo bench --bench sequential [-- SIMS [RUNS]]   (default 20000 per cell, 1000 runs)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use polymorph::measure::per_run::{RunNoise, RunShape, simulate_runs};
 use polymorph::measure::power::{Noise, simulate};
 use polymorph::measure::{Direction, JudgeSettings, Metric, signed_rank_interval};
 use rand::SeedableRng;
@@ -39,10 +45,12 @@ fn fixed_level(true_gain: f64, noise: Noise, sims: usize, seed: u64) -> f64 {
 }
 
 fn main() {
-    let sims: usize = std::env::args()
+    let numbers: Vec<usize> = std::env::args()
         .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(20_000);
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let sims = numbers.first().copied().unwrap_or(20_000);
+    let runs = numbers.get(1).copied().unwrap_or(1_000);
     let metric = Metric {
         name: "x".into(),
         direction: Direction::Maximize,
@@ -103,6 +111,78 @@ fn main() {
                 new.accepted * 100.0,
                 new.mean_pairs,
                 old * 100.0
+            );
+        }
+    }
+    whole_runs(&metric, &settings, runs);
+}
+
+/// Per-candidate and per-run false acceptance, and power, over whole simulated runs.
+fn whole_runs(metric: &Metric, settings: &JudgeSettings, runs: usize) {
+    let shape = RunShape {
+        candidates: 40,
+        real_gains: &[1.05f64.ln(), 1.10f64.ln(), 1.20f64.ln()],
+    };
+    println!();
+    println!(
+        "whole runs: 40 candidates (37 with no gain, three with +5%, +10%, +20%), {runs} runs a row"
+    );
+    println!(
+        "{:<46} {:>8} {:>12} {:>9} {:>7} {:>6}",
+        "noise (incumbent / candidate, drift)", "series", "per cand.", "per run", "power", "pairs"
+    );
+    let plain = |sd: f64| Noise {
+        sd,
+        slow_p: 0.0,
+        slow: 0.0,
+    };
+    for (label, noise) in [
+        (
+            "3% / 3%, no drift",
+            RunNoise {
+                incumbent: plain(0.03),
+                candidate: plain(0.03),
+                drift_sd: 0.0,
+                rho: 0.0,
+            },
+        ),
+        (
+            "5% / 5%, no drift",
+            RunNoise {
+                incumbent: plain(0.05),
+                candidate: plain(0.05),
+                drift_sd: 0.0,
+                rho: 0.0,
+            },
+        ),
+        (
+            "10% / 10%, no drift",
+            RunNoise {
+                incumbent: plain(0.10),
+                candidate: plain(0.10),
+                drift_sd: 0.0,
+                rho: 0.0,
+            },
+        ),
+        (
+            "3% / 6%, drift sd 3% AR(1) rho 0.9",
+            RunNoise {
+                incumbent: plain(0.03),
+                candidate: plain(0.06),
+                drift_sd: 0.03,
+                rho: 0.9,
+            },
+        ),
+    ] {
+        for confirm in [false, true] {
+            let r = simulate_runs(metric, settings, confirm, &shape, noise, runs, 7);
+            println!(
+                "{label:<46} {:>8} {:>11.3}% {:>8.1}% {:>6.0}% {:>6.1}",
+                if confirm { "two" } else { "one" },
+                r.per_candidate * 100.0,
+                r.per_run * 100.0,
+                r.power * 100.0,
+                r.mean_pairs
             );
         }
     }

@@ -7,6 +7,7 @@ mod guard;
 pub mod judge;
 pub mod metric;
 pub mod objective;
+pub mod per_run;
 pub mod plot;
 pub mod power;
 pub mod sample;

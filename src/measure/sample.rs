@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 pub const DEFAULT_CASE: &str = "default";
 
 /// One bench process's measurements of the task's metric, by case.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sample {
     pub cases: BTreeMap<String, f64>,
     /// The hardware's limit the same process measured (`[metric] limit`, e.g. the device's copy

@@ -2,6 +2,7 @@
 //! kept; or on remote targets, where each job carries its trees and a node builds, tests and
 //! benchmarks them. Either way the verdict is this process's judge's, from the raw samples.
 
+use super::confirm::{confirmed, needs_confirmation};
 use super::evaluation::{Evaluation, candidate_tree};
 use super::failure::Failure;
 use super::harness::{Built, Harness};
@@ -143,8 +144,16 @@ impl<'a> Evaluator<'a> {
                         spread: self.spread.sd(),
                         ..*judge
                     };
-                    let ev = tokio::task::block_in_place(|| harness.evaluate(p, inc, &judge));
+                    let mut ev = tokio::task::block_in_place(|| harness.evaluate(p, inc, &judge));
                     self.spread.add(&self.weights, &ev.pairs);
+                    if let Some(tree) = ev.tree.clone().filter(|_| needs_confirmation(&ev)) {
+                        keep_intact(harness, inc)?;
+                        let again = tokio::task::block_in_place(|| {
+                            harness.evaluate_tree(tree, inc, &judge, false)
+                        });
+                        self.spread.add(&self.weights, &again.pairs);
+                        ev = confirmed(ev, again);
+                    }
                     out.push(ev);
                 }
                 Ok(out)
@@ -178,7 +187,16 @@ impl<'a> Evaluator<'a> {
                                 scope.spawn(move || match c {
                                     Err(f) => Ok(Evaluation::failed(f)),
                                     Ok((job, tree, diff)) => {
-                                        remote_evaluation(pool, &job, &cancel, tree, diff, judge)
+                                        let call = |tree, diff| {
+                                            remote_evaluation(
+                                                pool, &job, &cancel, tree, diff, judge,
+                                            )
+                                        };
+                                        let first = call(tree.clone(), diff.clone())?;
+                                        if !needs_confirmation(&first) {
+                                            return Ok(first);
+                                        }
+                                        Ok(confirmed(first, call(tree, diff)?))
                                     }
                                 })
                             })
