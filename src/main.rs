@@ -25,6 +25,35 @@ fn init_logging(default: &str) {
         .init();
 }
 
+/// Takes the API key out of this process's environment before anything else runs: kept for the
+/// agent's requests, its value overwritten in place where the kernel shows the process's
+/// environment (`/proc/PID/environ`, readable by the user's other processes), and the variable
+/// removed, so no child and no other process of the user can find it.
+///
+/// # Safety
+/// Only while this process has a single thread: the environment is changed in place.
+unsafe fn take_api_key() {
+    let name = polymorph::engine::agent_host::ENV_API_KEY;
+    let key = std::env::var(name).ok().filter(|k| !k.is_empty());
+    polymorph::engine::agent_host::keep_api_key(key);
+    let prefix = format!("{name}=");
+    // SAFETY: `environ` is the null-terminated array of C strings the process started with
+    // (glibc); a single thread owns it here. Each entry is overwritten within its own length.
+    unsafe {
+        let mut entry = libc::environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            let s = *entry as *mut libc::c_char;
+            let len = libc::strlen(s);
+            let bytes = std::slice::from_raw_parts_mut(s as *mut u8, len);
+            if bytes.starts_with(prefix.as_bytes()) {
+                bytes[prefix.len()..].fill(b'x');
+            }
+            entry = entry.add(1);
+        }
+        std::env::remove_var(name);
+    }
+}
+
 fn main() -> ExitCode {
     // Like other Unix tools, stop quietly when the reader of stdout goes away (`| head`)
     // instead of panicking on a broken pipe.
@@ -32,6 +61,8 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // SAFETY: no thread has started yet, so nothing reads the environment meanwhile.
+    unsafe { take_api_key() };
     let cli = Cli::parse();
     // The daemon's log is its output: say what it runs and why unless told otherwise.
     init_logging(if matches!(cli.command, cli::Command::Daemon(_)) {

@@ -193,6 +193,9 @@ impl Outcome {
 #[derive(Debug, Clone)]
 pub struct Runner {
     isolation: Isolation,
+    /// Directories hidden from sandboxed commands (`hide.rs`): `/root`, `/home` and what
+    /// `hiding` adds.
+    hidden: Vec<PathBuf>,
 }
 
 fn kill_group(pgid: u32) {
@@ -302,7 +305,16 @@ fn read_tail(file: &mut File, cap: usize) -> Result<(String, bool), SandboxError
 
 impl Runner {
     pub fn new(isolation: Isolation) -> Self {
-        Runner { isolation }
+        Runner {
+            isolation,
+            hidden: crate::hide::HOMES.iter().map(PathBuf::from).collect(),
+        }
+    }
+
+    /// Also hides `dir` (the user's home, wherever it is) from sandboxed commands.
+    pub fn hiding(mut self, dir: PathBuf) -> Self {
+        self.hidden.push(dir);
+        self
     }
 
     pub fn isolation(&self) -> &Isolation {
@@ -315,6 +327,11 @@ impl Runner {
         if let Isolation::Bwrap { path, userns } = &self.isolation {
             argv.push(path.display().to_string());
             argv.extend(BWRAP_BASE.iter().map(|a| a.to_string()));
+            let path_var = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
+            argv.extend(crate::hide::hiding_args(
+                &self.hidden,
+                path_var.map(String::as_str),
+            ));
             for d in &spec.devices {
                 let d = d.display().to_string();
                 argv.extend(["--dev-bind".into(), d.clone(), d]);

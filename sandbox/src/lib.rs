@@ -8,6 +8,7 @@
 mod change;
 mod error;
 mod exec;
+mod hide;
 mod params;
 mod patch;
 mod path;

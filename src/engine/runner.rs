@@ -1,5 +1,5 @@
-//! The runner for task commands: bwrap where it works, else plain process isolation (said
-//! once, as a warning).
+//! The runner for task commands: bwrap where it works (with the user's home hidden, as well as
+//! `/root` and `/home`), else plain process isolation (said once, as a warning).
 
 use sandbox::{Isolation, Runner};
 
@@ -11,5 +11,9 @@ pub fn runner() -> Runner {
             "task commands run without bwrap isolation ({why}): no network or filesystem confinement"
         );
     }
-    Runner::new(isolation)
+    let runner = Runner::new(isolation);
+    match std::env::var_os("HOME") {
+        Some(home) if !home.is_empty() => runner.hiding(home.into()),
+        _ => runner,
+    }
 }

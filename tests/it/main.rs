@@ -19,6 +19,7 @@ mod postgres;
 mod resume;
 mod review;
 mod run_cli;
+mod secrets;
 mod serve;
 mod serving;
 mod simulate;

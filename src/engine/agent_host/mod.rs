@@ -7,7 +7,7 @@ mod prompts;
 mod scratch;
 mod settings;
 
-pub use settings::{AgentSettings, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL};
+pub use settings::{AgentSettings, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, keep_api_key};
 
 use crate::task::{Task, Workload};
 use agent::llm::{self, Limits, ModelClient, Prompts};

@@ -3,6 +3,7 @@
 
 use agent::llm::Protocol;
 use anyhow::{Result, bail};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Environment variables, as every OpenAI-compatible client names them.
@@ -40,12 +41,27 @@ pub struct AgentSettings {
     pub context_window: Option<u64>,
 }
 
+/// The API key, once the binary has taken it out of its own environment (`keep_api_key`), so
+/// that no process polymorph starts can read it there or in `/proc/PID/environ`.
+static API_KEY: OnceLock<Option<String>> = OnceLock::new();
+
+/// Keeps the API key the binary took out of its environment; the first call wins.
+pub fn keep_api_key(key: Option<String>) {
+    let _ = API_KEY.set(key);
+}
+
+/// The API key: the one kept, else (in a library user that kept none) the environment's.
+fn api_key() -> Option<String> {
+    match API_KEY.get() {
+        Some(kept) => kept.clone(),
+        None => std::env::var(ENV_API_KEY).ok().filter(|v| !v.is_empty()),
+    }
+}
+
 impl AgentSettings {
-    /// Whether an endpoint is configured in the environment (what `--proposer auto` checks).
+    /// Whether an endpoint is configured (what `--proposer auto` checks).
     pub fn configured() -> bool {
-        [ENV_BASE_URL, ENV_API_KEY]
-            .iter()
-            .any(|k| std::env::var(k).is_ok_and(|v| !v.is_empty()))
+        api_key().is_some() || std::env::var(ENV_BASE_URL).is_ok_and(|v| !v.is_empty())
     }
 
     pub fn from_env(
@@ -68,7 +84,7 @@ impl AgentSettings {
         }
         Ok(AgentSettings {
             base_url,
-            api_key: env(ENV_API_KEY),
+            api_key: api_key(),
             model: model
                 .or_else(|| env(ENV_MODEL))
                 .unwrap_or_else(|| DEFAULT_MODEL.to_string()),

@@ -147,6 +147,36 @@ pub struct Remote {
     task: String,
 }
 
+/// The environment ssh and srun are started with, and the only variables a Slurm job gets
+/// (`srun --export`): what the client needs to log in or submit (keys through the agent, a
+/// Kerberos ticket, Slurm's own settings) and what the worker needs to run its commands. Never
+/// the model's key, a database URL with its password, or anything else of the controller's.
+const REMOTE_ENV: [&str; 13] = [
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "TMPDIR",
+    "SSH_AUTH_SOCK",
+    "KRB5CCNAME",
+    "POLYMORPH_LOG",
+    "POLYMORPH_CACHE",
+    "XDG_CACHE_HOME",
+];
+
+/// Slurm's client settings (`SLURM_CONF` and the like) pass to srun too, never to the job.
+const SLURM_PREFIX: &str = "SLURM_";
+
+/// The allowlisted part of this process's environment, for ssh or srun.
+fn remote_env(slurm: bool) -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(k, _)| REMOTE_ENV.contains(&k.as_str()) || (slurm && k.starts_with(SLURM_PREFIX)))
+        .collect()
+}
+
 /// `'it''s'` quoting for the remote shell ssh hands its command to.
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -190,6 +220,7 @@ impl Remote {
                 ]
                 .map(String::from)
                 .to_vec();
+                argv.push(format!("--export={}", REMOTE_ENV.join(",")));
                 if task.requires.contains(&Requirement::NvidiaGpu) {
                     argv.push("--gres=gpu:1".into());
                 }
@@ -213,7 +244,8 @@ impl Remote {
         let fault = |why: String| CallError::Fault(format!("{}: {why}", self.target));
         let line = serde_json::to_string(job).map_err(|e| fault(e.to_string()))?;
         let mut argv = self.argv.clone();
-        if matches!(self.target, Target::Slurm { .. }) {
+        let slurm = matches!(self.target, Target::Slurm { .. });
+        if slurm {
             // squeue shows what each job is doing: polymorph-spin-evaluate.
             argv.insert(
                 1,
@@ -222,6 +254,8 @@ impl Remote {
         }
         let mut child = Command::new(&argv[0])
             .args(&argv[1..])
+            .env_clear()
+            .envs(remote_env(slurm))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

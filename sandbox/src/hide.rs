@@ -1,0 +1,114 @@
+//! What a sandboxed command may not see: the user's home and the other homes (`/root`, `/home`,
+//! `$HOME`), where ssh keys, cloud credentials, `.pgpass` and `.netrc` live. Each is covered by
+//! an empty tmpfs; what the command needs from under them is bound back read-only: the
+//! directories of its `PATH` that lie there (a virtual environment, `~/.local/bin`), and the
+//! installation a symlink in them points to (a venv's `python` -> `~/.pyenv/versions/3.11.7`).
+
+use std::path::{Path, PathBuf};
+
+/// The homes every sandboxed command has hidden, besides the user's own.
+pub const HOMES: [&str; 2] = ["/root", "/home"];
+
+/// bwrap arguments that hide `hidden` (those that exist) and bind back what `path_var` needs.
+pub fn hiding_args(hidden: &[PathBuf], path_var: Option<&str>) -> Vec<String> {
+    let mut hidden: Vec<&PathBuf> = hidden
+        .iter()
+        .filter(|d| d.is_absolute() && d.parent().is_some() && d.is_dir())
+        .collect();
+    hidden.sort();
+    hidden.dedup();
+    let mut args = Vec::new();
+    for d in &hidden {
+        args.extend(["--tmpfs".to_string(), d.display().to_string()]);
+    }
+    for p in exposed(&hidden, path_var.unwrap_or_default()) {
+        let p = p.display().to_string();
+        args.extend(["--ro-bind".to_string(), p.clone(), p]);
+    }
+    args
+}
+
+fn under(hidden: &[&PathBuf], p: &Path) -> bool {
+    hidden.iter().any(|h| p.starts_with(h))
+}
+
+/// The `PATH` directories under a hidden home, and the installations their symlinks point to
+/// there (a link's target's grandparent: `prefix/bin/tool` -> `prefix`), each once.
+fn exposed(hidden: &[&PathBuf], path_var: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for dir in path_var.split(':').map(PathBuf::from) {
+        let Ok(dir) = dir.canonicalize() else {
+            continue;
+        };
+        if !under(hidden, &dir) {
+            continue;
+        }
+        out.push(dir.clone());
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !path.is_symlink() {
+                continue;
+            }
+            let Some(prefix) = path
+                .canonicalize()
+                .ok()
+                .and_then(|t| t.parent()?.parent().map(Path::to_path_buf))
+            else {
+                continue;
+            };
+            if under(hidden, &prefix) && !hidden.iter().any(|h| **h == prefix) {
+                out.push(prefix);
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    // A directory inside another bound one needs no bind of its own.
+    let all = out.clone();
+    out.retain(|p| !all.iter().any(|q| q != p && p.starts_with(q)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn homes_are_hidden_and_a_venv_s_interpreter_bound_back() {
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let h = home.path();
+        let mk = |p: &Path| std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
+        mk(&h.join(".ssh"));
+        mk(&h.join("py/3.11/bin"));
+        mk(&h.join("venv/bin"));
+        std::fs::write(h.join("py/3.11/bin/python3"), "").unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(h.join("py/3.11/bin/python3"), h.join("venv/bin/python3"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let path = format!("{}:/usr/bin", h.join("venv/bin").display());
+        let home_dir = h.canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        let args = hiding_args(
+            &[home_dir.clone(), PathBuf::from("/nonexistent")],
+            Some(&path),
+        );
+        let shown = |p: &str| home_dir.join(p).display().to_string();
+        assert_eq!(
+            args,
+            [
+                "--tmpfs".to_string(),
+                home_dir.display().to_string(),
+                "--ro-bind".into(),
+                shown("py/3.11"),
+                shown("py/3.11"),
+                "--ro-bind".into(),
+                shown("venv/bin"),
+                shown("venv/bin"),
+            ]
+        );
+        // Nothing under the home is bound back unless PATH asks for it.
+        let only = std::slice::from_ref(&home_dir);
+        assert_eq!(hiding_args(only, Some("/usr/bin")).len(), 2);
+    }
+}
