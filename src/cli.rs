@@ -313,9 +313,14 @@ pub struct SetupArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Address to listen on; keep it on loopback unless the network is trusted.
+    /// Address to listen on: loopback unless --expose says otherwise.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: std::net::IpAddr,
+    /// Listen on a non-loopback --host: anyone who can reach it reads every run, diff and
+    /// figure, and can approve or reject entries once they have the page's token (which the
+    /// page itself hands to whoever loads it).
+    #[arg(long)]
+    pub expose: bool,
     /// Port (0 picks a free one).
     #[arg(long, default_value_t = 8080)]
     pub port: u16,

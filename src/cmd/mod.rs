@@ -38,6 +38,12 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
         Command::Schedule { ref action } => schedule::schedule(&cli, action.clone()).await,
         Command::Daemon(ref a) => schedule::daemon(&cli, a.clone(), cancel).await,
         Command::Serve(ref a) => {
+            if !a.host.is_loopback() && !a.expose {
+                anyhow::bail!(
+                    "--host {} is not a loopback address: whoever reaches it can read every run and diff, and approve or reject entries with the token the page hands out. Add --expose if that network is trusted, or keep the page on 127.0.0.1 (an ssh tunnel reaches it from elsewhere)",
+                    a.host
+                );
+            }
             let addr = std::net::SocketAddr::new(a.host, a.port);
             polymorph::web::serve(cli.db.clone(), cli.ledger.clone(), addr, cancel).await
         }

@@ -136,3 +136,14 @@ fn a_slurm_job_sees_neither_the_key_nor_the_database_password() {
         assert!(!jobs.contains(secret), "a job saw {secret}: {jobs}");
     }
 }
+
+#[test]
+fn the_review_page_stays_on_loopback_unless_told_to_expose_it() {
+    let env = Env::new();
+    env.cmd()
+        .args(["serve", "--host", "0.0.0.0", "--port", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("is not a loopback address"))
+        .stderr(predicates::str::contains("--expose"));
+}

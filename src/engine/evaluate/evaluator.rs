@@ -314,12 +314,25 @@ fn remote_evaluation(
 
 /// A node's evaluation, judged here from its samples.
 fn judged(w: WireEvaluation, tree: FileTree, judge: &Judge<'_>) -> Result<Evaluation> {
-    let pairs: Vec<(Sample, Sample)> = w
+    let mut pairs: Vec<(Sample, Sample)> = w
         .pairs
         .into_iter()
         .map(|(a, b)| (Sample::from(a), Sample::from(b)))
         .collect();
-    let decision = (!pairs.is_empty()).then(|| judge.decide(&pairs));
+    // Every prefix is judged as the local loop judges it, pair by pair: the verdict is the
+    // first prefix's that decides, and pairs a node measured past it count for nothing (a node
+    // cannot pick the moment its series looks best).
+    let decided = (1..=pairs.len()).find_map(|n| match judge.decide(&pairs[..n]) {
+        Decision::Continue => None,
+        d => Some((n, d)),
+    });
+    let decision = match decided {
+        Some((n, d)) => {
+            pairs.truncate(n);
+            Some(d)
+        }
+        None => (!pairs.is_empty()).then_some(Decision::Continue),
+    };
     let mut ev = Evaluation::failed(Failure::new(Stage::Verify, ""));
     ev.bench_seconds = w.bench_seconds;
     ev.process_seconds = w.process_seconds;
