@@ -1,8 +1,9 @@
 //! What a sandboxed command may not see: the user's home and the other homes (`/root`, `/home`,
 //! `$HOME`), where ssh keys, cloud credentials, `.pgpass` and `.netrc` live. Each is covered by
 //! an empty tmpfs; what the command needs from under them is bound back read-only: the
-//! directories of its `PATH` that lie there (a virtual environment, `~/.local/bin`), and the
-//! installation a symlink in them points to (a venv's `python` -> `~/.pyenv/versions/3.11.7`).
+//! directories of its `PATH` that lie there (`~/.local/bin`; for a Python virtual environment's
+//! `bin`, the whole environment), and the installation a symlink in them points to (a venv's
+//! `python` -> `~/.pyenv/versions/3.11.7`).
 
 use std::path::{Path, PathBuf};
 
@@ -43,7 +44,13 @@ fn exposed(hidden: &[&PathBuf], path_var: &str) -> Vec<PathBuf> {
         if !under(hidden, &dir) {
             continue;
         }
-        out.push(dir.clone());
+        // A Python virtual environment's `bin` needs the environment around it (its
+        // `pyvenv.cfg` and `lib/`); any other directory is bound alone (`~/.cargo/bin`, not the
+        // `~/.cargo` that holds a registry token).
+        let venv = dir
+            .parent()
+            .filter(|p| dir.ends_with("bin") && p.join("pyvenv.cfg").is_file());
+        out.push(venv.map_or_else(|| dir.clone(), Path::to_path_buf));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -84,6 +91,7 @@ mod tests {
         mk(&h.join(".ssh"));
         mk(&h.join("py/3.11/bin"));
         mk(&h.join("venv/bin"));
+        std::fs::write(h.join("venv/pyvenv.cfg"), "").unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(h.join("py/3.11/bin/python3"), "").unwrap_or_else(|e| panic!("{e}"));
         std::os::unix::fs::symlink(h.join("py/3.11/bin/python3"), h.join("venv/bin/python3"))
             .unwrap_or_else(|e| panic!("{e}"));
@@ -103,8 +111,8 @@ mod tests {
                 shown("py/3.11"),
                 shown("py/3.11"),
                 "--ro-bind".into(),
-                shown("venv/bin"),
-                shown("venv/bin"),
+                shown("venv"),
+                shown("venv"),
             ]
         );
         // Nothing under the home is bound back unless PATH asks for it.

@@ -253,3 +253,49 @@ fn history_filters_and_query_views_answer_the_common_questions() {
     ]);
     assert_eq!(tried.as_array().unwrap().len(), 3);
 }
+
+#[test]
+fn an_approve_racing_a_reject_never_leaves_a_rejected_entry_approved() {
+    for trial in 0..3 {
+        let env = Env::new();
+        env.accepted_entries(&[400]);
+        let start = |args: &[&str]| {
+            env.process()
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let approve_args = ["approve", "e2", "--by", "ann"];
+        let reject_args = ["reject", "e2", "--reason", "wrong", "--by", "bob"];
+        let outcomes =
+            [start(&approve_args), start(&reject_args)].map(|c| c.wait_with_output().unwrap());
+        // An action that found the database busy (the other held its lock) is tried again, as
+        // a reviewer would.
+        let settle = |out: std::process::Output, args: &[&str]| {
+            let busy = String::from_utf8_lossy(&out.stderr).contains("another polymorph run");
+            if busy {
+                start(args).wait_with_output().unwrap()
+            } else {
+                out
+            }
+        };
+        let [approve, reject] = outcomes;
+        let approve = settle(approve, &approve_args);
+        let reject = settle(reject, &reject_args);
+        assert!(reject.status.success(), "trial {trial}: {reject:?}");
+        let state = env.json(&[
+            "query",
+            "SELECT review_state FROM ledger_entries WHERE id = 2",
+        ]);
+        assert_eq!(
+            state[0]["review_state"], "rejected",
+            "trial {trial}: {approve:?}"
+        );
+        if !approve.status.success() {
+            let why = String::from_utf8_lossy(&approve.stderr);
+            assert!(why.contains("rejected"), "trial {trial}: {why}");
+        }
+    }
+}

@@ -3,7 +3,7 @@
 
 use super::{EntryRow, ReviewRow, Store, now};
 use crate::record::kinds::ReviewState;
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 impl Store {
     pub async fn insert_origin(
@@ -119,14 +119,19 @@ impl Store {
         .await?)
     }
 
+    /// Approves an entry unless it was rejected meanwhile: the state is compared and set in one
+    /// statement, so an approve racing a reject can never leave a rejected entry approved.
     pub async fn approve(&self, entry_id: i64, by: &str, note: Option<&str>) -> Result<()> {
-        sqlx::query("UPDATE ledger_entries SET review_state = 'approved', reviewed_by = $1, reviewed_at = $2, review_reason = $3 WHERE id = $4")
+        let done = sqlx::query("UPDATE ledger_entries SET review_state = 'approved', reviewed_by = $1, reviewed_at = $2, review_reason = $3 WHERE id = $4 AND review_state != 'rejected'")
             .bind(by)
             .bind(now())
             .bind(note)
             .bind(entry_id)
             .execute(&self.pool)
             .await?;
+        if done.rows_affected() != 1 {
+            bail!("e{entry_id} was rejected meanwhile: not approved");
+        }
         Ok(())
     }
 
@@ -148,6 +153,10 @@ impl Store {
         .bind(entry.id)
         .fetch_all(&mut *tx)
         .await?;
+        if ids.first() != Some(&entry.id) {
+            // Another review rejected it since it was read: nothing is written twice.
+            bail!("e{} was rejected meanwhile", entry.id);
+        }
         let at = now();
         for id in &ids {
             let why = if *id == entry.id {

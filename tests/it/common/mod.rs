@@ -113,11 +113,11 @@ impl Env {
         self.json(&[&["run", task][..], args].concat())
     }
 
-    /// The polymorph binary with this env's db and ledger, started in the background with
-    /// stdin and output closed (for tests that kill or signal it).
-    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("polymorph"))
-            .current_dir(self.path())
+    /// The polymorph binary with this env's db and ledger, as a plain process to start in the
+    /// background (stdin closed).
+    pub fn process(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("polymorph"));
+        c.current_dir(self.path())
             .env_remove("OPENAI_BASE_URL")
             .env_remove("OPENAI_API_KEY")
             .args([
@@ -126,8 +126,14 @@ impl Env {
                 "--ledger",
                 self.ledger().to_str().unwrap(),
             ])
+            .stdin(std::process::Stdio::null());
+        c
+    }
+
+    /// `process` started with `args` and its output closed (for tests that kill or signal it).
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        self.process()
             .args(args)
-            .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
