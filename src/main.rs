@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 const EXIT_ERROR: u8 = 2;
 /// Exit code after Ctrl-C or SIGTERM: the conventional 128 + SIGINT.
 const EXIT_INTERRUPTED: u8 = 130;
+/// How long the runtime's leftover tasks get once the command is done.
+const RUNTIME_SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(2);
 
 fn init_logging(default: &str) {
     let filter = std::env::var("POLYMORPH_LOG")
@@ -99,6 +101,11 @@ fn main() -> ExitCode {
         });
         cmd::dispatch(cli, Arc::clone(&cancel)).await
     });
+    // The command is done and everything it wrote is committed: wait only briefly for the
+    // runtime's leftover tasks. sqlx's pool maintenance task has been seen spinning without
+    // yielding once its pool was dropped (its idle count out of step), which would hold a
+    // plain drop of the runtime, and so the process, forever.
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
     match result {
         Ok(()) if cancel.load(Ordering::SeqCst) => ExitCode::from(EXIT_INTERRUPTED),
         Ok(()) => ExitCode::SUCCESS,

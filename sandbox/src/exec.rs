@@ -5,6 +5,7 @@
 //! private /tmp, no network, its own PID namespace and no capabilities (root included).
 
 use crate::SandboxError;
+use crate::hide::Hiding;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
@@ -193,9 +194,8 @@ impl Outcome {
 #[derive(Debug, Clone)]
 pub struct Runner {
     isolation: Isolation,
-    /// Directories hidden from sandboxed commands (`hide.rs`): `/root`, `/home` and what
-    /// `hiding` adds.
-    hidden: Vec<PathBuf>,
+    /// What sandboxed commands do not see (`hide.rs`): `/root`, `/home` and what `hiding` adds.
+    hiding: Hiding,
 }
 
 fn kill_group(pgid: u32) {
@@ -307,13 +307,13 @@ impl Runner {
     pub fn new(isolation: Isolation) -> Self {
         Runner {
             isolation,
-            hidden: crate::hide::HOMES.iter().map(PathBuf::from).collect(),
+            hiding: Hiding::homes(),
         }
     }
 
     /// Also hides `dir` (the user's home, wherever it is) from sandboxed commands.
     pub fn hiding(mut self, dir: PathBuf) -> Self {
-        self.hidden.push(dir);
+        self.hiding = self.hiding.also(dir);
         self
     }
 
@@ -328,10 +328,7 @@ impl Runner {
             argv.push(path.display().to_string());
             argv.extend(BWRAP_BASE.iter().map(|a| a.to_string()));
             let path_var = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
-            argv.extend(crate::hide::hiding_args(
-                &self.hidden,
-                path_var.map(String::as_str),
-            ));
+            argv.extend(self.hiding.args(path_var.map(String::as_str)));
             for d in &spec.devices {
                 let d = d.display().to_string();
                 argv.extend(["--dev-bind".into(), d.clone(), d]);

@@ -5,13 +5,53 @@
 //! `bin`, the whole environment), and the installation a symlink in them points to (a venv's
 //! `python` -> `~/.pyenv/versions/3.11.7`).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// The homes every sandboxed command has hidden, besides the user's own.
-pub const HOMES: [&str; 2] = ["/root", "/home"];
+const HOMES: [&str; 2] = ["/root", "/home"];
+
+/// The homes a runner hides, and the bwrap arguments for each `PATH` its commands had: worked
+/// out once per `PATH`, since reading its directories again would cost every command's start.
+#[derive(Debug, Clone)]
+pub struct Hiding {
+    hidden: Vec<PathBuf>,
+    by_path: Arc<Mutex<HashMap<String, Vec<String>>>>,
+}
+
+impl Hiding {
+    /// `/root` and `/home`.
+    pub fn homes() -> Self {
+        Hiding {
+            hidden: HOMES.iter().map(PathBuf::from).collect(),
+            by_path: Arc::default(),
+        }
+    }
+
+    /// Hides `dir` too.
+    pub fn also(mut self, dir: PathBuf) -> Self {
+        self.hidden.push(dir);
+        self.by_path = Arc::default();
+        self
+    }
+
+    /// The bwrap arguments for a command whose `PATH` is `path_var`.
+    pub fn args(&self, path_var: Option<&str>) -> Vec<String> {
+        let key = path_var.unwrap_or_default().to_string();
+        let mut cache = self
+            .by_path
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache
+            .entry(key)
+            .or_insert_with(|| hiding_args(&self.hidden, path_var))
+            .clone()
+    }
+}
 
 /// bwrap arguments that hide `hidden` (those that exist) and bind back what `path_var` needs.
-pub fn hiding_args(hidden: &[PathBuf], path_var: Option<&str>) -> Vec<String> {
+fn hiding_args(hidden: &[PathBuf], path_var: Option<&str>) -> Vec<String> {
     let mut hidden: Vec<&PathBuf> = hidden
         .iter()
         .filter(|d| d.is_absolute() && d.parent().is_some() && d.is_dir())
