@@ -20,15 +20,3 @@ impl Failure {
         }
     }
 }
-
-/// The last `cap` bytes of `text` (cut at a character boundary).
-pub fn tail(text: &str, cap: usize) -> String {
-    if text.len() <= cap {
-        return text.to_string();
-    }
-    let mut start = text.len() - cap;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    text[start..].to_string()
-}

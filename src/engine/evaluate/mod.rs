@@ -12,10 +12,9 @@ mod spawned;
 
 pub use evaluation::{Evaluation, candidate_tree, tree_diff};
 pub use evaluator::{Evaluator, base_job};
-pub use failure::{Failure, tail};
+pub use failure::Failure;
 pub use harness::{Built, Harness};
 pub use processes::{Benched, Processes};
-pub use spawned::Spawned;
 
 #[cfg(test)]
 pub(crate) mod scripted;

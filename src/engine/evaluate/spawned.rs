@@ -2,7 +2,7 @@
 //! runner with a scrubbed environment, bench processes one at a time on this machine (a
 //! machine-wide lock), each bench printing one sample. Failures carry a reason a person can read.
 
-use super::failure::{Failure, tail};
+use super::failure::Failure;
 use super::processes::{Benched, Processes};
 use crate::measure::parse_sample;
 use crate::record::Stage;
@@ -35,6 +35,18 @@ pub struct Spawned<'a> {
     /// Device nodes the task's commands see (a GPU's, when the task requires one).
     devices: Vec<PathBuf>,
     process_time: Duration,
+}
+
+/// The last `cap` bytes of `text` (cut at a character boundary).
+fn tail(text: &str, cap: usize) -> String {
+    if text.len() <= cap {
+        return text.to_string();
+    }
+    let mut start = text.len() - cap;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
 }
 
 fn first_matching_line(text: &str, needles: &[&str]) -> Option<String> {

@@ -19,7 +19,7 @@ mod standing;
 mod warm_start;
 
 pub use options::{RunOptions, Strategy};
-pub use report::{REFERENCE_ROUNDS, RunReport, ratio};
+pub use report::RunReport;
 
 use crate::engine::simulate::simulated;
 use crate::record::Store;
