@@ -28,29 +28,29 @@ impl Weights {
         &self.0
     }
 
-    /// Each case's share of the objective (summing to one) among `cases`.
-    pub fn shares<'a>(&self, cases: impl Iterator<Item = &'a String>) -> BTreeMap<String, f64> {
-        let cases: Vec<&String> = cases.collect();
-        let w = |c: &String| {
-            if self.0.is_empty() {
-                1.0
-            } else {
-                self.0.get(c).copied().unwrap_or(0.0)
-            }
-        };
-        let total: f64 = cases.iter().map(|c| w(c)).sum();
-        cases
-            .into_iter()
-            .map(|c| (c.clone(), if total > 0.0 { w(c) / total } else { 0.0 }))
-            .collect()
+    /// A case's weight: its own, or 1 for every case when the workload gives none.
+    fn weight(&self, case: &str) -> f64 {
+        if self.0.is_empty() {
+            1.0
+        } else {
+            self.0.get(case).copied().unwrap_or(0.0)
+        }
     }
 
-    /// The sample's score: the weighted geometric mean of its cases.
+    /// The sample's score: the weighted geometric mean of its cases. On the judge's path for
+    /// every pair it looks at, so it allocates nothing.
     pub fn score(&self, s: &Sample) -> f64 {
-        let shares = self.shares(s.cases.keys());
+        let total: f64 = s.cases.keys().map(|c| self.weight(c)).sum();
         s.cases
             .iter()
-            .map(|(c, v)| shares[c] * v.ln())
+            .map(|(c, v)| {
+                let share = if total > 0.0 {
+                    self.weight(c) / total
+                } else {
+                    0.0
+                };
+                share * v.ln()
+            })
             .sum::<f64>()
             .exp()
     }
