@@ -7,7 +7,7 @@ use super::common::records::{assert_consistent, rows};
 use super::common::tools::{Tool, missing};
 use super::common::{Env, wait_for};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 fn worker() -> String {
@@ -18,22 +18,17 @@ fn worker() -> String {
 
 /// `polymorph run` in the background with `extra` arguments, its output into files.
 fn spawn_run(env: &Env, task: &Path, extra: &[&str], slurm: Option<&Slurm>) -> Child {
-    let mut c = Command::new(worker());
-    c.current_dir(env.path())
-        .env_remove("OPENAI_BASE_URL")
-        .args(["--db", env.db().to_str().unwrap()])
-        .args(["--ledger", env.ledger().to_str().unwrap()])
-        .args([
-            "run",
-            task.to_str().unwrap(),
-            "--json",
-            "--worker",
-            &worker(),
-        ])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(env.path().join("run.out")).unwrap())
-        .stderr(std::fs::File::create(env.path().join("run.err")).unwrap());
+    let mut c = env.process();
+    c.args([
+        "run",
+        task.to_str().unwrap(),
+        "--json",
+        "--worker",
+        &worker(),
+    ])
+    .args(extra)
+    .stdout(std::fs::File::create(env.path().join("run.out")).unwrap())
+    .stderr(std::fs::File::create(env.path().join("run.err")).unwrap());
     if let Some(s) = slurm {
         c.env("SLURM_CONF", s.conf());
     }
