@@ -124,17 +124,38 @@ fn a_run_on_postgres_is_read_back_by_every_command_and_query_stays_read_only() {
     assert_eq!(typed[0]["t"], true, "{typed}");
 
     assert!(refused(&env, &url, "DELETE FROM runs").contains("query is read-only"));
-    // These pass the word gate; the read-only transaction refuses them.
-    for sql in [
+    // These pass the word gate; the server refuses them: the read-only transaction, and
+    // SELECT INTO where the statement stands (a subquery).
+    let err = refused(
+        &env,
+        &url,
         "SELECT nextval(pg_get_serial_sequence('runs', 'id'))",
-        "SELECT * INTO stolen FROM runs",
-    ] {
-        let err = refused(&env, &url, sql);
-        assert!(
-            err.contains("query is read-only: the statement tried to write"),
-            "{sql}: {err}"
-        );
-    }
+    );
+    assert!(
+        err.contains("query is read-only: the statement tried to write"),
+        "{err}"
+    );
+    let err = refused(&env, &url, "SELECT * INTO stolen FROM runs");
+    assert!(err.contains("INTO is not allowed here"), "{err}");
+    // A second statement hidden from the word gate in an E'...' literal (the gate reads `\'`
+    // as no end of the string): the server takes one prepared statement, never several, and a
+    // SELECT stands inside a subquery, where a `;` does not even parse.
+    let trick = r"SELECT E'\'' ; COMMIT; BEGIN READ WRITE; CREATE TABLE pwned (x int); COMMIT; --'";
+    let err = refused(&env, &url, trick);
+    assert!(err.contains("syntax error at or near \";\""), "{err}");
+    let err = refused(&env, &url, &format!("EXPLAIN {trick}"));
+    assert!(err.contains("query runs one statement"), "{err}");
+    let pwned = json(
+        &env,
+        &url,
+        &[
+            "query",
+            "SELECT to_regclass('pwned') IS NULL AS absent -- trailing",
+        ],
+    );
+    assert_eq!(pwned[0]["absent"], true, "{pwned}");
+    let plan = json(&env, &url, &["query", "EXPLAIN SELECT * FROM runs;"]);
+    assert!(plan[0]["QUERY PLAN"].as_str().is_some(), "{plan}");
     let runs = json(&env, &url, &["query", "SELECT COUNT(*) AS n FROM runs"]);
     assert_eq!(runs[0]["n"], 1);
 
