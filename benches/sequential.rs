@@ -58,6 +58,7 @@ fn main() {
         case_tolerance: 0.5,
         plausible_factor: 10.0,
         limit: None,
+        bound: None,
         weights: Default::default(),
     };
     let settings = JudgeSettings {

@@ -5,8 +5,9 @@ use super::output::print_json;
 use crate::cli::{CheckArgs, Cli};
 use anyhow::{Context as _, Result};
 use polymorph::engine::{Built, Harness, runner};
+use polymorph::measure::bound::Bound;
 use polymorph::measure::objective::Weights;
-use polymorph::measure::{Sample, log_gain, median};
+use polymorph::measure::{Metric, Sample, log_gain, median};
 use polymorph::record::{Ledger, Store};
 use polymorph::task::{Resolved, resolve};
 use polymorph::view::resolve_entry;
@@ -149,7 +150,12 @@ impl<'a> Table<'a> {
                         .collect(),
                     None => serde_json::Map::new(),
                 };
-                json!({ "name": n, "score": self.scores[i], "cases": c, "limit": self.limits[i], "fraction_of_limit": fractions })
+                let of_bound: serde_json::Map<String, Value> = self
+                    .of_bound(&r.task.metric, i)
+                    .into_iter()
+                    .map(|(c, f)| (c, json!(f)))
+                    .collect();
+                json!({ "name": n, "score": self.scores[i], "cases": c, "limit": self.limits[i], "fraction_of_limit": fractions, "fraction_of_bound": of_bound })
             })
             .collect();
         json!({
@@ -188,10 +194,47 @@ impl<'a> Table<'a> {
         if let Some(limit) = &metric.limit {
             self.print_fractions(limit);
         }
+        let of_bound: Vec<_> = (0..self.names.len())
+            .map(|i| self.of_bound(metric, i))
+            .collect();
+        for (k, c) in self
+            .cases
+            .iter()
+            .enumerate()
+            .filter(|_| metric.bound.is_some())
+        {
+            print!("{:<24}", format!("{c} / bound"));
+            for tree in &of_bound {
+                let f = tree[k].1;
+                print!(
+                    "{:>14}",
+                    f.map_or("-".into(), |f| format!("{:.1}%", f * 100.0))
+                );
+            }
+            println!();
+        }
         for (name, score) in self.names.iter().zip(&self.scores).skip(1) {
             let g = log_gain(metric.direction, self.scores[0], *score).exp();
             println!("{name} is {g:.2}x the start");
         }
+    }
+
+    /// Tree `i`'s median of each case as a fraction of the machine's bound the task declares
+    /// (1.0 = the bound reached); `None` for a case without a bound.
+    fn of_bound(&self, metric: &Metric, i: usize) -> Vec<(String, Option<f64>)> {
+        let Some(bound) = &metric.bound else {
+            return Vec::new();
+        };
+        self.cases
+            .iter()
+            .zip(&self.medians[i])
+            .map(|(c, m)| {
+                let f = bound
+                    .of(c)
+                    .map(|b| Bound::fraction(metric.direction, *m, b));
+                (c.clone(), f)
+            })
+            .collect()
     }
 
     /// Each case as a share of the hardware's limit its own processes measured.

@@ -230,9 +230,22 @@ impl Judge<'_> {
         None
     }
 
-    /// Why a candidate needs a human: a case measured above the hardware's limit that its own
-    /// process measured (faster than the speed of light is a lie or a broken bench).
+    /// Why a candidate needs a human: a case measured past the machine's bound the task
+    /// declares, or above the hardware's limit that its own process measured (faster than the
+    /// speed of light is a lie or a broken bench).
     fn above_limit(&self, pairs: &[(Sample, Sample)]) -> Option<String> {
+        let past_bound = self.metric.bound.as_ref().and_then(|b| {
+            pairs.iter().find_map(|(_, c)| {
+                let (case, v, bound) = b.past(self.metric.direction, c)?;
+                Some(format!(
+                    "past the machine's bound: case {case} at {v:.4} {}, where the task declares {bound:.4} the most this machine can reach; needs a human",
+                    self.metric.name
+                ))
+            })
+        });
+        if past_bound.is_some() {
+            return past_bound;
+        }
         let name = self.metric.limit.as_deref()?;
         pairs.iter().find_map(|(_, c)| {
             let limit = c.limit?;
@@ -290,6 +303,32 @@ mod tests {
             max_pairs: 20,
             confidence: 0.95,
             floor: crate::measure::objective::Floor::Incumbent,
+        }
+    }
+
+    /// No floor: every case stands at the incumbent.
+    static NO_FLOOR: BTreeMap<String, f64> = BTreeMap::new();
+
+    /// A judge with no reference, spread or floor.
+    fn plain<'a>(metric: &'a Metric, settings: &'a JudgeSettings) -> Judge<'a> {
+        Judge {
+            metric,
+            settings,
+            reference: None,
+            spread: None,
+            floor: &NO_FLOOR,
+        }
+    }
+
+    /// The reason of a quarantine decision; any other decision fails the test.
+    fn quarantined(d: Decision) -> String {
+        match d {
+            Decision::Done {
+                verdict: Verdict::Quarantined,
+                reason,
+                ..
+            } => reason,
+            other => panic!("{other:?}"),
         }
     }
 
@@ -412,13 +451,7 @@ mod tests {
         let mut m = metric();
         m.direction = crate::measure::Direction::Minimize;
         let s = settings();
-        let judge = Judge {
-            metric: &m,
-            settings: &s,
-            reference: None,
-            spread: None,
-            floor: &Default::default(),
-        };
+        let judge = plain(&m, &s);
         // A subnormal time on a minimize task: incumbent / candidate overflows to infinity.
         let p = vec![(sample(100.0, 100.0), sample(5e-324, 5e-324)); 3];
         match judge.decide(&p) {
@@ -437,31 +470,36 @@ mod tests {
     }
 
     #[test]
+    fn a_case_past_the_declared_bound_is_quarantined_at_the_first_pair() {
+        let mut m = metric();
+        m.bound = Some(crate::measure::bound::Bound::Every(150.0));
+        let s = settings();
+        let judge = plain(&m, &s);
+        // 1.6x the incumbent: far under the plausibility factor, past the machine's bound.
+        let reason = quarantined(judge.decide(&[(sample(100.0, 100.0), sample(160.0, 100.0))]));
+        assert!(
+            reason.contains("past the machine's bound: case a at 160.0000 x"),
+            "{reason}"
+        );
+        // Under the bound the series goes on.
+        let under = judge.decide(&[(sample(100.0, 100.0), sample(140.0, 100.0))]);
+        assert_eq!(under, Decision::Continue);
+    }
+
+    #[test]
     fn a_case_above_the_measured_limit_is_quarantined_at_once() {
         let mut m = metric();
         m.limit = Some("copy".into());
         let s = settings();
-        let judge = Judge {
-            metric: &m,
-            settings: &s,
-            reference: None,
-            spread: None,
-            floor: &Default::default(),
-        };
+        let judge = plain(&m, &s);
         let mut fast = sample(130.0, 101.0);
         fast.limit = Some(120.0);
         let mut inc = sample(100.0, 100.0);
         inc.limit = Some(120.0);
-        match judge.decide(&[(inc, fast)]) {
-            Decision::Done {
-                verdict: Verdict::Quarantined,
-                reason,
-                ..
-            } => assert!(
-                reason.contains("case a at 130.0000 x, over the 120.0000 copy"),
-                "{reason}"
-            ),
-            other => panic!("{other:?}"),
-        }
+        let reason = quarantined(judge.decide(&[(inc, fast)]));
+        assert!(
+            reason.contains("case a at 130.0000 x, over the 120.0000 copy"),
+            "{reason}"
+        );
     }
 }

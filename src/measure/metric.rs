@@ -1,6 +1,7 @@
 //! What a task measures and how a result is judged: the metric and its direction, the judge's
 //! settings, and gains as paired log-ratios (positive = better in the metric's direction).
 
+use super::bound::Bound;
 use super::objective::{Floor, Weights};
 use super::sample::Sample;
 use super::stats::Interval;
@@ -30,6 +31,9 @@ pub struct Metric {
     /// `copy_gbps`): a candidate measured above it needs a human, and `check` shows each figure
     /// as a fraction of it.
     pub limit: Option<String>,
+    /// The machine's bound on the task's work as the task declares it (`[metric] bound`): a
+    /// case measured past it needs a human, and `check` shows each figure as a fraction of it.
+    pub bound: Option<Bound>,
     /// Each case's weight in the objective, from the workload's `"weights"` (empty: equal).
     pub weights: Weights,
 }
@@ -97,6 +101,7 @@ pub(crate) fn test_metric() -> Metric {
         case_tolerance: 0.05,
         plausible_factor: 10.0,
         limit: None,
+        bound: None,
         weights: Default::default(),
     }
 }

@@ -100,6 +100,7 @@ mod tests {
             case_tolerance: 0.5,
             plausible_factor: 10.0,
             limit: None,
+            bound: None,
             weights: Default::default(),
         };
         let s = JudgeSettings {

@@ -5,12 +5,14 @@ use super::judging::{RawJudge, judge};
 use super::params::{ParamsSpec, parse_params};
 use super::python::{self, PythonEnv};
 use super::requires::Requirement;
+use crate::measure::bound::Bound;
 use crate::measure::{Direction, JudgeSettings, Metric};
 use agent::Params;
 use anyhow::{Context as _, Result, bail};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use sandbox::{FileTree, RelPath};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -121,6 +123,15 @@ struct RawMetric {
     case_tolerance: Option<f64>,
     plausible_factor: Option<f64>,
     limit: Option<String>,
+    bound: Option<RawBound>,
+}
+
+/// `bound = 900.0` for every case, or `bound = { m1 = 900.0, m16 = 1100.0 }` per case.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawBound {
+    Every(f64),
+    Cases(BTreeMap<String, f64>),
 }
 
 #[derive(Deserialize, Default)]
@@ -368,6 +379,10 @@ fn metric(file: &Path, raw: RawMetric) -> Result<Metric> {
             "{f}: metric.limit = {l:?}: the limit is another metric line, an upper bound of a metric to maximize (e.g. copy_gbps for gbps)"
         );
     }
+    let bound = raw
+        .bound
+        .map(|b| machine_bound(&f.to_string(), b))
+        .transpose()?;
     Ok(Metric {
         name: raw.name,
         direction,
@@ -375,7 +390,32 @@ fn metric(file: &Path, raw: RawMetric) -> Result<Metric> {
         case_tolerance,
         plausible_factor,
         limit,
+        bound,
         weights: Default::default(),
+    })
+}
+
+/// `[metric] bound`: positive and finite, for every case or for the cases it names.
+fn machine_bound(f: &str, raw: RawBound) -> Result<Bound> {
+    let check = |what: String, v: f64| {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            bail!("{f}: metric.bound{what} = {v}: expected a positive number in the metric's unit")
+        }
+    };
+    Ok(match raw {
+        RawBound::Every(v) => Bound::Every(check(String::new(), v)?),
+        RawBound::Cases(m) => {
+            if m.is_empty() {
+                bail!("{f}: metric.bound = {{}}: name at least one case, or give one number");
+            }
+            let mut out = BTreeMap::new();
+            for (case, v) in m {
+                out.insert(case.clone(), check(format!(".{case}"), v)?);
+            }
+            Bound::Cases(out)
+        }
     })
 }
 
@@ -412,13 +452,34 @@ fn existing(
 mod tests {
     use super::*;
 
-    fn loaded(extra_top: &str, extra_commands: &str) -> Task {
+    fn load(extra_top: &str, extra_commands: &str, extra_metric: &str) -> Result<Task> {
         let dir = tempfile::tempdir().unwrap();
         let toml = format!(
-            "name = \"t\"\n{extra_top}\n[files]\neditable = [\"k.c\"]\n[commands]\ntest = \"./check\"\nbench = \"./bench\"\n{extra_commands}\n[metric]\nname = \"m\"\ndirection = \"maximize\"\n"
+            "name = \"t\"\n{extra_top}\n[files]\neditable = [\"k.c\"]\n[commands]\ntest = \"./check\"\nbench = \"./bench\"\n{extra_commands}\n[metric]\nname = \"m\"\ndirection = \"maximize\"\n{extra_metric}\n"
         );
         std::fs::write(dir.path().join("task.toml"), toml).unwrap();
-        Task::load(dir.path()).unwrap()
+        Task::load(dir.path())
+    }
+
+    fn loaded(extra_top: &str, extra_commands: &str) -> Task {
+        load(extra_top, extra_commands, "").unwrap()
+    }
+
+    #[test]
+    fn the_machine_bound_is_one_number_or_one_per_case_and_positive() {
+        let every = load("", "", "bound = 900").unwrap().metric.bound;
+        assert_eq!(every, Some(Bound::Every(900.0)));
+        let cases = load("", "", "bound = { m1 = 1.5 }").unwrap().metric.bound;
+        assert_eq!(cases.and_then(|b| b.of("m1")), Some(1.5));
+        for bad in [
+            "bound = 0",
+            "bound = -3.0",
+            "bound = { m1 = 0.0 }",
+            "bound = {}",
+        ] {
+            let err = format!("{:#}", load("", "", bad).unwrap_err());
+            assert!(err.contains("metric.bound"), "{bad}: {err}");
+        }
     }
 
     #[test]

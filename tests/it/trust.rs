@@ -187,3 +187,40 @@ echo "{\"metric\": \"light\", \"value\": $((n * 4000000000 / (best + 1)))}"
     );
     expect(&r, 0, "quarantined", "measured above the hardware's limit");
 }
+
+/// A task that declares the machine's bound on its work (`[metric] bound`, here 3x what its
+/// start measures, with a plausibility factor no gain reaches): `check` shows each figure as a
+/// fraction of the bound, and a candidate measured past it (the closed form) goes to a human at
+/// its first pair, though no plausibility rule would stop it.
+#[test]
+fn a_candidate_past_the_declared_bound_is_quarantined_under_any_plausibility_factor() {
+    let env = Env::new();
+    let task = env.task("frozen");
+    let start = env.json(&["check", task.to_str().unwrap()]);
+    let ops = start["trees"][0]["cases"]["default"].as_f64().unwrap();
+    edit(
+        &task.join("task.toml"),
+        "min_gain = 0.02",
+        &format!(
+            "min_gain = 0.02\nplausible_factor = 1e9\nbound = {:.1}",
+            3.0 * ops
+        ),
+    );
+    let check = env.json(&["check", task.to_str().unwrap()]);
+    let share = check["trees"][0]["fraction_of_bound"]["default"]
+        .as_f64()
+        .unwrap();
+    assert!(share > 0.03 && share < 1.0, "{check}");
+    let r = run_replay(
+        &env,
+        &task,
+        &[files_line("impl.sh", CLOSED_FORM, "no loop at all")],
+        &[],
+    );
+    expect(
+        &r,
+        0,
+        "quarantined",
+        "past the machine's bound: case default",
+    );
+}
