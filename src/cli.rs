@@ -21,14 +21,39 @@ pub const ENV_LEDGER: &str = "POLYMORPH_LEDGER";
 #[derive(Debug, Parser)]
 #[command(name = "polymorph", version)]
 pub struct Cli {
-    /// The SQLite history of every run and candidate.
-    #[arg(long, global = true, env = ENV_DB, default_value = "runs.db")]
-    pub db: PathBuf,
-    /// The git ledger of accepted entries (a bare repository; `git -C ledger log --all`).
-    #[arg(long, global = true, env = ENV_LEDGER, default_value = "ledger")]
-    pub ledger: PathBuf,
+    /// The SQLite history of every run and candidate, or a postgres:// URL [default: runs.db;
+    /// runs.sim.db for `run --simulate`]
+    #[arg(long, global = true, env = ENV_DB)]
+    db: Option<PathBuf>,
+    /// The git ledger of accepted entries (a bare repository; `git -C ledger log --all`)
+    /// [default: ledger; ledger.sim for `run --simulate`]
+    #[arg(long, global = true, env = ENV_LEDGER)]
+    ledger: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// The database: as given (flag or environment), or runs.db.
+    pub fn db(&self) -> PathBuf {
+        self.db.clone().unwrap_or_else(|| "runs.db".into())
+    }
+
+    /// The ledger: as given (flag or environment), or `ledger`.
+    pub fn ledger(&self) -> PathBuf {
+        self.ledger.clone().unwrap_or_else(|| "ledger".into())
+    }
+
+    /// Where a simulated run records, unless told: apart from measured results, so that
+    /// nothing replayed is ever read as measured where measured runs are kept.
+    pub fn simulated_db_and_ledger(&self) -> (PathBuf, PathBuf, bool) {
+        let told = self.db.is_some() || self.ledger.is_some();
+        (
+            self.db.clone().unwrap_or_else(|| "runs.sim.db".into()),
+            self.ledger.clone().unwrap_or_else(|| "ledger.sim".into()),
+            told,
+        )
+    }
 }
 
 #[derive(Debug, Subcommand)]

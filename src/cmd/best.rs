@@ -4,21 +4,22 @@
 use super::output::{fmt_score, print_json};
 use crate::cli::{BestArgs, Cli};
 use anyhow::{Context as _, Result, bail};
-use polymorph::record::store::EntryRow;
+use polymorph::record::store::{EntryRow, SIMULATED};
 use polymorph::record::{EntryKind, Ledger, ReviewState, Store};
 use polymorph::task::{branch_name, resolve};
 use serde_json::{Value, json};
 use std::path::Path;
 
 pub async fn best(cli: &Cli, a: BestArgs) -> Result<()> {
-    let store = &Store::open(&cli.db).await?;
+    let store = &Store::open(&cli.db()).await?;
     let (task, context, emit, json) = (
         a.task.as_str(),
         a.context.as_deref(),
         a.emit.as_deref(),
         a.json,
     );
-    let ledger_path = cli.ledger.as_path();
+    let ledger_buf = cli.ledger();
+    let ledger_path = ledger_buf.as_path();
     let (name, ctx) = task_and_context(store, task, context).await?;
     let branch = branch_name(&name, &ctx);
     let e = if a.approved {
@@ -53,13 +54,18 @@ pub async fn best(cli: &Cli, a: BestArgs) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         tree.write_to(dir)?;
     }
+    let simulation = store.simulations().await?.of(&name, &ctx).map(String::from);
     if json {
         return print_json(&json!({
             "task": name, "context_id": ctx, "branch": branch, "entry": e.id, "kind": e.kind, "commit": e.commit_sha,
             "score": e.score, "review_state": e.review_state, "approved": e.review_state == ReviewState::Approved,
             "approved_only": a.approved, "params": params,
             "deploy": { "params": params, "files": changed }, "emitted": emit.map(|d| d.display().to_string()),
+            "simulated": simulation.is_some(), "simulation": simulation,
         }));
+    }
+    if simulation.is_some() {
+        println!("{SIMULATED}: a configuration chosen on recorded samples, to measure before use");
     }
     print_best(&name, &ctx, &branch, &e, params, &changed, emit, a.approved);
     Ok(())

@@ -19,7 +19,7 @@ pub async fn check(cli: &Cli, a: CheckArgs, cancel: CancelFlag) -> Result<()> {
     let extra = if a.entries.is_empty() {
         Vec::new()
     } else {
-        entry_trees(&cli.db, &cli.ledger, &a.entries).await?
+        entry_trees(&cli.db(), &cli.ledger(), &a.entries).await?
     };
     let r = resolve(&a.task_dir, a.workload.as_deref())?;
     r.check_requirements()?;

@@ -18,7 +18,7 @@ pub async fn history(cli: &Cli, a: HistoryArgs) -> Result<()> {
         verdict: a.verdict,
     };
     show_history(
-        &Store::open(&cli.db).await?,
+        &Store::open(&cli.db()).await?,
         &filter,
         a.plot.as_deref(),
         a.json,
@@ -90,7 +90,7 @@ async fn write_plot(store: &Store, rows: &[Value], file: &Path) -> Result<()> {
 fn print_table(rows: &[Value]) {
     let text = |v: &Value| cell(v, "-");
     println!(
-        "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20} {:>9}",
+        "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20} {:>9}  measured",
         "run",
         "task",
         "context",
@@ -104,7 +104,7 @@ fn print_table(rows: &[Value]) {
         "quar",
         "best",
         "started",
-        "tok/acc"
+        "tok/acc",
     );
     for r in rows {
         let proposer = text(&r["proposer"]);
@@ -117,7 +117,7 @@ fn print_table(rows: &[Value]) {
             .as_f64()
             .map_or("-".to_string(), |b| format!("{b:.4}"));
         println!(
-            "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20} {:>9}",
+            "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20} {:>9}  {}",
             text(&r["run"]),
             text(&r["task"]),
             text(&r["context_id"]),
@@ -132,6 +132,11 @@ fn print_table(rows: &[Value]) {
             best,
             text(&r["started_at"]),
             text(&r["prompt_tokens_per_accepted"]),
+            if r["simulated"] == true {
+                "SIMULATED"
+            } else {
+                "yes"
+            },
         );
     }
 }

@@ -45,7 +45,7 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
                 );
             }
             let addr = std::net::SocketAddr::new(a.host, a.port);
-            polymorph::web::serve(cli.db.clone(), cli.ledger.clone(), addr, cancel).await
+            polymorph::web::serve(cli.db(), cli.ledger(), addr, cancel).await
         }
     }
 }

@@ -19,11 +19,11 @@ async fn quarantined_arg(store: &Store, id: &str) -> Result<Option<CandidateRow>
 }
 
 pub async fn approve(cli: &Cli, a: ApproveArgs) -> Result<()> {
-    let store = Store::open(&cli.db).await?;
+    let store = Store::open(&cli.db()).await?;
     if let Some(c) = quarantined_arg(&store, &a.id).await? {
         let by = review::reviewer(a.by);
         let why = a.note.unwrap_or_default();
-        let d = quarantine::release(&store, &cli.db, &cli.ledger, &c, &by, &why).await?;
+        let d = quarantine::release(&store, &cli.db(), &cli.ledger(), &c, &by, &why).await?;
         println!(
             "candidate {} released from quarantine by {by} into e{} (commit {})",
             d.candidate,
@@ -34,16 +34,16 @@ pub async fn approve(cli: &Cli, a: ApproveArgs) -> Result<()> {
     }
     let e = entry_arg(&store, &a.id).await?;
     let by = review::reviewer(a.by);
-    review::approve(&store, &cli.db, &e, &by, a.note.as_deref()).await?;
+    review::approve(&store, &cli.db(), &e, &by, a.note.as_deref()).await?;
     println!("e{} approved by {by}", e.id);
     Ok(())
 }
 
 pub async fn reject(cli: &Cli, a: RejectArgs) -> Result<()> {
-    let store = Store::open(&cli.db).await?;
+    let store = Store::open(&cli.db()).await?;
     let by = review::reviewer(a.by);
     if let Some(c) = quarantined_arg(&store, &a.id).await? {
-        let d = quarantine::dismiss(&store, &cli.db, &c, &by, &a.reason).await?;
+        let d = quarantine::dismiss(&store, &cli.db(), &c, &by, &a.reason).await?;
         if a.json {
             return print_json(&d);
         }
@@ -51,7 +51,7 @@ pub async fn reject(cli: &Cli, a: RejectArgs) -> Result<()> {
         return Ok(());
     }
     let e = entry_arg(&store, &a.id).await?;
-    let r = review::reject(&store, &cli.db, &cli.ledger, &e, &by, &a.reason).await?;
+    let r = review::reject(&store, &cli.db(), &cli.ledger(), &e, &by, &a.reason).await?;
     if a.json {
         return print_json(&r);
     }
@@ -67,9 +67,9 @@ pub async fn reject(cli: &Cli, a: RejectArgs) -> Result<()> {
 }
 
 pub async fn export(cli: &Cli, a: ExportArgs) -> Result<()> {
-    let store = Store::open(&cli.db).await?;
+    let store = Store::open(&cli.db()).await?;
     let e = entry_arg(&store, &a.id).await?;
-    let patch = review::export(&store, &Ledger::open_or_init(&cli.ledger)?, &e).await?;
+    let patch = review::export(&store, &Ledger::open_or_init(&cli.ledger())?, &e).await?;
     match a.output {
         Some(path) => {
             std::fs::write(&path, patch).with_context(|| format!("writing {}", path.display()))?
@@ -80,13 +80,13 @@ pub async fn export(cli: &Cli, a: ExportArgs) -> Result<()> {
 }
 
 pub async fn review(cli: &Cli, a: ReviewArgs) -> Result<()> {
-    let store = Store::open(&cli.db).await?;
+    let store = Store::open(&cli.db()).await?;
     let rows = store
         .reviews(a.task.as_deref(), Some(ReviewState::Pending))
         .await?;
-    let json = a.json;
-    if json {
-        return print_json(&rows);
+    let simulations = store.simulations().await?;
+    if a.json {
+        return print_json(&simulations.labelled(&rows)?);
     }
     let quarantined = store.quarantined(a.task.as_deref()).await?;
     if rows.is_empty() && quarantined.is_empty() {
@@ -99,7 +99,7 @@ pub async fn review(cli: &Cli, a: ReviewArgs) -> Result<()> {
     }
     let now = chrono::Utc::now();
     println!(
-        "{:>5}  {:<12} {:<12} {:<26} {:<18} {:>8}",
+        "{:>5}  {:<12} {:<12} {:<26} {:<18} {:>8}  measured",
         "entry", "task", "context", "gain [interval]", "proposer", "age"
     );
     for r in rows {
@@ -119,8 +119,12 @@ pub async fn review(cli: &Cli, a: ReviewArgs) -> Result<()> {
                 }
             })
             .unwrap_or_default();
+        let measured = match simulations.of(&r.task, &r.context_id) {
+            Some(_) => "SIMULATED",
+            None => "yes",
+        };
         println!(
-            "{:>5}  {:<12} {:<12} {:<26} {:<18} {:>8}",
+            "{:>5}  {:<12} {:<12} {:<26} {:<18} {:>8}  {measured}",
             format!("e{}", r.entry),
             r.task,
             r.context_id,

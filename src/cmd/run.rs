@@ -6,6 +6,7 @@ use anyhow::{Result, bail};
 use polymorph::engine::agent_host::AgentSettings;
 use polymorph::engine::remote::{RemoteSpec, Target, TargetOptions};
 use polymorph::engine::{RunOptions, RunReport, runner};
+use polymorph::record::store::SIMULATED;
 use polymorph::record::{LockFile, ProposerChoice, RunProposer, Store};
 use sandbox::{CancelFlag, Isolation, Runner};
 use std::path::Path;
@@ -45,22 +46,36 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
         strategy: a.strategy,
         targets: targets.map(|t| (t.targets, t.options)),
     };
-    let _lock = LockFile::run(&cli.db)?;
-    let store = Store::open(&cli.db).await?;
+    let (db, ledger) = match opts.simulate {
+        None => (cli.db(), cli.ledger()),
+        Some(_) => {
+            let (db, ledger, told) = cli.simulated_db_and_ledger();
+            if !told {
+                eprintln!(
+                    "simulated: recorded in {} and {}, apart from measured runs (--db and --ledger choose others)",
+                    db.display(),
+                    ledger.display()
+                );
+            }
+            (db, ledger)
+        }
+    };
+    let _lock = LockFile::run(&db)?;
+    let store = Store::open(&db).await?;
     // With remote targets no task process runs here: the nodes report their own isolation.
     let runner = match opts.targets {
         Some(_) => Runner::new(Isolation::Plain("evaluations run on remote targets".into())),
         None => runner(),
     };
     let reports =
-        polymorph::engine::run(&store, &cli.ledger, &a.task_dir, &opts, &runner, cancel).await?;
+        polymorph::engine::run(&store, &ledger, &a.task_dir, &opts, &runner, cancel).await?;
     match reports.as_slice() {
-        [one] => print_run(one, &cli.ledger, a.json),
+        [one] => print_run(one, &ledger, a.json),
         // Several contexts (a mixed cluster): a list of reports, one per context.
         several if a.json => print_json(&several),
         several => several
             .iter()
-            .try_for_each(|r| print_run(r, &cli.ledger, false)),
+            .try_for_each(|r| print_run(r, &ledger, false)),
     }
 }
 
@@ -105,6 +120,9 @@ fn print_run(r: &RunReport, ledger: &Path, json: bool) -> Result<()> {
         "run {} on {} ({}), context {}: {}",
         r.run_id, r.task, r.proposer, r.context_id, r.status
     );
+    if let Some(sha) = &r.simulation {
+        println!("  {SIMULATED} (cache sha256 {})", &sha[..12.min(sha.len())]);
+    }
     if let Some(m) = &r.message {
         println!("  {m}");
     }
@@ -117,8 +135,13 @@ fn print_run(r: &RunReport, ledger: &Path, json: bool) -> Result<()> {
         _ => "-".into(),
     };
     println!(
-        "  {} (measured side by side at the end of the run):",
-        r.metric
+        "  {} ({} side by side at the end of the run):",
+        r.metric,
+        if r.simulation.is_some() {
+            "replayed"
+        } else {
+            "measured"
+        }
     );
     println!("    start       {}", fmt_score(r.start_score));
     println!(

@@ -13,7 +13,7 @@ use sandbox::CancelFlag;
 use std::path::PathBuf;
 
 pub async fn schedule(cli: &Cli, action: ScheduleAction) -> Result<()> {
-    let store = Store::open(&cli.db).await?;
+    let store = Store::open(&cli.db()).await?;
     match action {
         ScheduleAction::Add {
             task_dir,
@@ -46,7 +46,7 @@ pub async fn daemon(cli: &Cli, a: DaemonArgs, cancel: CancelFlag) -> Result<()> 
         tick: parse_every(&a.tick).map_err(|e| anyhow::anyhow!("{e}").context("--tick"))?,
         once: a.once,
     };
-    run_daemon(&cli.db, &cli.ledger, &opts, &runner(), cancel).await
+    run_daemon(&cli.db(), &cli.ledger(), &opts, &runner(), cancel).await
 }
 
 #[allow(clippy::too_many_arguments)]

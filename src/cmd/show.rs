@@ -5,14 +5,15 @@ use crate::cli::{Cli, ShowArgs};
 use anyhow::{Context as _, Result, bail};
 use polymorph::measure::{median, pct, signed_rank_interval};
 use polymorph::record::Store;
-use polymorph::record::store::{CandidateRow, EntryRow};
+use polymorph::record::store::{CandidateRow, EntryRow, SIMULATED};
 use polymorph::view::{ShowData, resolve_entry, show_data, show_json};
 use serde_json::json;
 use std::collections::BTreeMap;
 
 pub async fn show(cli: &Cli, a: ShowArgs) -> Result<()> {
-    let store = &Store::open(&cli.db).await?;
-    let (id, json, ledger_path) = (a.id.as_str(), a.json, cli.ledger.as_path());
+    let store = &Store::open(&cli.db()).await?;
+    let ledger_buf = cli.ledger();
+    let (id, json, ledger_path) = (a.id.as_str(), a.json, ledger_buf.as_path());
     let entry = resolve_entry(store, id).await?;
     let candidate_id = match (&entry, id.parse::<i64>()) {
         (Some(e), _) => e.candidate_id,
@@ -23,9 +24,16 @@ pub async fn show(cli: &Cli, a: ShowArgs) -> Result<()> {
     };
     let Some(cid) = candidate_id else {
         let e = entry.context("entry vanished")?;
-        let out = json!({ "entry": e.id, "kind": e.kind, "task": e.task, "context_id": e.context_id, "branch": e.branch, "commit": e.commit_sha });
+        let mut out = json!({ "entry": e.id, "kind": e.kind, "task": e.task, "context_id": e.context_id, "branch": e.branch, "commit": e.commit_sha });
+        store
+            .simulations()
+            .await?
+            .label(&e.task, &e.context_id, &mut out);
         if json {
             return print_json(&out);
+        }
+        if out["simulated"] == true {
+            println!("{SIMULATED}");
         }
         println!(
             "entry e{}: the task {} as given, branch {}, commit {}",
@@ -43,7 +51,11 @@ pub async fn show(cli: &Cli, a: ShowArgs) -> Result<()> {
         per_case,
         diff,
         states,
+        simulation,
     } = d;
+    if let Some(sha) = simulation {
+        println!("{SIMULATED} (cache sha256 {})", &sha[..12.min(sha.len())]);
+    }
     print_summary(store, &c, entry.as_ref()).await?;
     print_cases(&per_case);
     if !states.is_empty() {

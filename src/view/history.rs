@@ -1,5 +1,6 @@
 //! The rows `history` prints and the review page lists: one per run, with its verdict counts,
-//! best entry and model usage, filtered by task, context, start time and verdict.
+//! best entry and model usage, filtered by task, context, start time and verdict; a simulated
+//! run says so.
 
 use crate::measure::Verdict;
 use crate::record::Store;
@@ -22,6 +23,7 @@ pub struct HistoryFilter {
 pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<Value>> {
     let task = filter.task.as_deref();
     let runs = store.runs(task).await?;
+    let simulations = store.simulations().await?;
     let mut rows = Vec::new();
     for run in &runs {
         if filter
@@ -41,7 +43,7 @@ pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<V
             .await?;
         let usage = run.usage;
         let per_candidate = |n: i64| (n > 0).then(|| usage.prompt_tokens / n);
-        rows.push(json!({
+        let mut row = json!({
             "run": run.id, "task": run.task, "context_id": run.context_id, "proposer": run.proposer,
             "budget": run.budget, "status": run.status, "started_at": run.started_at, "finished_at": run.finished_at,
             "candidates": counts.total(),
@@ -51,7 +53,9 @@ pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<V
             "message": run.message, "model_tokens": usage.tokens, "model_requests": usage.requests,
             "prompt_tokens": usage.prompt_tokens, "prompt_tokens_per_candidate": per_candidate(counts.total()),
             "prompt_tokens_per_accepted": per_candidate(counts.accepted),
-        }));
+        });
+        simulations.label(&run.task, &run.context_id, &mut row);
+        rows.push(row);
     }
     Ok(rows)
 }

@@ -17,6 +17,8 @@ pub struct ShowData {
     pub diff: Option<String>,
     /// The machine's state at each bench process, for tasks that read one.
     pub states: Vec<StateRow>,
+    /// The sha256 of the cache its run replayed, when it was simulated (`run --simulate`).
+    pub simulation: Option<String>,
 }
 
 pub async fn show_data(
@@ -49,6 +51,8 @@ pub async fn show_data(
         }
         _ => c.diff.clone(),
     };
+    let simulations = store.simulations().await?;
+    let simulation = simulations.of(&c.task, &c.context_id).map(String::from);
     let mut per_case: std::collections::BTreeMap<String, (Vec<f64>, Vec<f64>)> = Default::default();
     for s in &samples {
         let slot = per_case.entry(s.case_name.clone()).or_default();
@@ -64,6 +68,7 @@ pub async fn show_data(
         per_case,
         diff,
         states: store.sample_states(cid).await?,
+        simulation,
     })
 }
 
@@ -86,6 +91,7 @@ pub fn show_json(d: &ShowData) -> Result<Value> {
             "id": e.id, "commit": e.commit_sha, "branch": e.branch, "review_state": e.review_state,
             "reviewed_by": e.reviewed_by, "reviewed_at": e.reviewed_at, "review_reason": e.review_reason,
         })),
+        "simulated": d.simulation.is_some(), "simulation": d.simulation,
         "cases": cases, "states": d.states.iter().map(|s| json!({ "round": s.round, "side": s.side, "state": s.state })).collect::<Vec<_>>(), "diff": d.diff, "log": c.log, "created_at": c.created_at,
     }))
 }

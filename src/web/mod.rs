@@ -93,7 +93,11 @@ async fn run_plot(State(app): Shared, UrlPath(id): UrlPath<i64>) -> Response {
 }
 
 async fn entries(State(app): Shared) -> Response {
-    match app.store.reviews(None, None).await {
+    let labelled = async {
+        let rows = app.store.reviews(None, None).await?;
+        anyhow::Ok(app.store.simulations().await?.labelled(&rows)?)
+    };
+    match labelled.await {
         Ok(rows) => Json(rows).into_response(),
         Err(e) => internal(e),
     }

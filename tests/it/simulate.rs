@@ -208,3 +208,80 @@ fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
     assert_eq!(history[0]["rejected"], report["rejected"], "{history}");
     assert!(report["accepted"].as_u64().unwrap() >= 1, "{report}");
 }
+
+/// `run --simulate` with no `--db` or `--ledger` records apart from measured runs, and every
+/// reader of what it recorded says it was simulated: the run's summary, `history`, `show`,
+/// `best`, `review` and the ledger's commit messages.
+#[test]
+fn a_simulated_run_keeps_to_its_own_store_and_says_so_wherever_it_is_read() {
+    let env = Env::new();
+    let task = env.task("matmul-c");
+    let cache =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data/matmul-c-prefill.json");
+    let plain = || {
+        let mut c = assert_cmd::Command::cargo_bin("polymorph").unwrap();
+        c.current_dir(env.path())
+            .env_remove("POLYMORPH_DB")
+            .env_remove("POLYMORPH_LEDGER");
+        c
+    };
+    plain()
+        .args(["run", task.to_str().unwrap(), "--simulate"])
+        .arg(&cache)
+        .args(["--workload"])
+        .arg(task.join("workloads/prefill.json"))
+        .args(["--budget", "24", "--seed", "1"])
+        .assert()
+        .success()
+        .stderr(contains(
+            "simulated: recorded in runs.sim.db and ledger.sim",
+        ))
+        .stdout(contains("SIMULATED: replayed from a recorded cache"))
+        .stdout(contains("(replayed side by side at the end of the run)"));
+    assert!(env.path().join("runs.sim.db").exists());
+    assert!(!env.db().exists(), "nothing simulated reaches runs.db");
+    let sim = |args: &[&str]| {
+        let mut c = plain();
+        c.args(["--db", "runs.sim.db", "--ledger", "ledger.sim"])
+            .args(args);
+        c
+    };
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = sim(args).arg("--json").output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let text = |args: &[&str]| {
+        let out = sim(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let history = json(&["history"]);
+    assert_eq!(history[0]["simulated"], true, "{history}");
+    assert!(history[0]["simulation"].as_str().unwrap().len() == 64);
+    assert!(text(&["history"]).contains("SIMULATED"));
+    let accepted = json(&[
+        "query",
+        "SELECT candidate_id AS c FROM evaluations WHERE verdict = 'accepted' LIMIT 1",
+    ]);
+    let c = accepted[0]["c"].to_string();
+    assert_eq!(json(&["show", &c])["simulated"], true);
+    assert!(text(&["show", &c]).starts_with("SIMULATED"));
+    let context = history[0]["context_id"].as_str().unwrap();
+    let best = json(&["best", "matmul-c", "--context", context]);
+    assert_eq!(best["simulated"], true, "{best}");
+    let pending = json(&["review"]);
+    let pending = pending.as_array().unwrap();
+    assert!(!pending.is_empty() && pending.iter().all(|e| e["simulated"] == true));
+    assert!(text(&["review"]).contains("SIMULATED"));
+    let log = std::process::Command::new("git")
+        .args(["-C", "ledger.sim", "log", "--all", "--format=%B"])
+        .current_dir(env.path())
+        .output()
+        .unwrap();
+    let log = String::from_utf8(log.stdout).unwrap();
+    assert!(
+        log.contains("SIMULATED: replayed from a recorded cache"),
+        "{log}"
+    );
+}

@@ -173,5 +173,6 @@ async fn report(
         metric: r.task.metric.name.clone(),
         best_entry: best.as_ref().map(|b| b.id),
         best_commit: best.map(|b| b.commit_sha),
+        simulation: Some(r.fingerprint.simulation.clone()).filter(|s| !s.is_empty()),
     })
 }

@@ -3,7 +3,7 @@
 
 use crate::engine::evaluate::Evaluation;
 use crate::measure::{SampleSide, Summary, pct};
-use crate::record::store::{NewEvaluation, NewSample, StateRow};
+use crate::record::store::{NewEvaluation, NewSample, SIMULATED, StateRow};
 use crate::record::{ChangeKind, RunProposer};
 use crate::task::Resolved;
 use agent::{Proposal, ProposedChange, params_key};
@@ -32,6 +32,12 @@ pub fn commit_message(r: &Resolved, why: &Provenance<'_>, reason: &str, s: &Summ
     );
     if let Some(note) = &why.proposal.note {
         m.push_str(&format!("note: {note}\n"));
+    }
+    if !r.fingerprint.simulation.is_empty() {
+        m.push_str(&format!(
+            "{SIMULATED}\ncache sha256: {}\n",
+            r.fingerprint.simulation
+        ));
     }
     m
 }

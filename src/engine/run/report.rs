@@ -39,6 +39,9 @@ pub struct RunReport {
     pub metric: String,
     pub best_entry: Option<i64>,
     pub best_commit: Option<String>,
+    /// The sha256 of the cache a simulated run replayed (`run --simulate`): its figures are
+    /// recorded samples, not measurements. `None` for a measured run.
+    pub simulation: Option<String>,
 }
 
 /// `x` over `base` in the metric's direction, as a factor (2.0 = twice as good).

@@ -6,6 +6,7 @@ use crate::record::kinds::{
     ChangeKind, EntryKind, ProposerChoice, ProposerKind, ReviewState, RunProposer, RunStatus, Stage,
 };
 use crate::record::ledger::CommitId;
+use serde_json::Value;
 use sqlx::FromRow;
 
 #[derive(Debug, Clone, FromRow)]
@@ -29,6 +30,44 @@ pub struct RunRow {
     #[sqlx(flatten)]
     pub usage: RunUsage,
 }
+
+/// The simulated contexts of a store: (task, context id) -> the replayed cache's sha256.
+#[derive(Debug, Default)]
+pub struct Simulations(pub(super) std::collections::HashMap<(String, String), String>);
+
+impl Simulations {
+    /// The cache `task`'s context `context_id` replays; `None` for a measured context.
+    pub fn of(&self, task: &str, context_id: &str) -> Option<&str> {
+        self.0
+            .get(&(task.to_string(), context_id.to_string()))
+            .map(String::as_str)
+    }
+
+    /// `"simulated": true/false` and `"simulation"` (the cache's sha256, or null), added to a
+    /// JSON object describing something of `task` in `context_id`.
+    pub fn label(&self, task: &str, context_id: &str, obj: &mut Value) {
+        let sha = self.of(task, context_id);
+        obj["simulated"] = sha.is_some().into();
+        obj["simulation"] = sha.into();
+    }
+
+    /// Rows with a `task` and a `context_id` as JSON objects, each labelled.
+    pub fn labelled<T: serde::Serialize>(&self, rows: &[T]) -> serde_json::Result<Vec<Value>> {
+        rows.iter()
+            .map(|r| {
+                let mut v = serde_json::to_value(r)?;
+                let key = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+                let (task, context) = (key("task"), key("context_id"));
+                self.label(&task, &context, &mut v);
+                Ok(v)
+            })
+            .collect()
+    }
+}
+
+/// What a person reads first about a simulated result.
+pub const SIMULATED: &str =
+    "SIMULATED: replayed from a recorded cache (run --simulate); no task process ran";
 
 #[derive(Debug, Clone, FromRow)]
 pub struct EntryRow {

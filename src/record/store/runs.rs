@@ -1,6 +1,6 @@
 //! Runs and contexts in runs.db: creating, resuming and finishing runs, their counts and usage.
 
-use super::{Real, RunRow, Store, now};
+use super::{Real, RunRow, Simulations, Store, now};
 use crate::measure::{Verdict, plot::Point};
 use crate::record::kinds::{RunProposer, RunStatus};
 use anyhow::Result;
@@ -139,6 +139,23 @@ impl Store {
         .bind(task)
         .fetch_all(&self.pool)
         .await?)
+    }
+
+    /// The simulated contexts (`run --simulate`), each with the sha256 of the cache it replays:
+    /// every reader labels what was measured in them as simulated.
+    pub async fn simulations(&self) -> Result<Simulations> {
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT task, id, fingerprint FROM contexts")
+                .fetch_all(&self.pool)
+                .await?;
+        let mut out = Simulations::default();
+        for (task, id, fingerprint) in rows {
+            let v: serde_json::Value = serde_json::from_str(&fingerprint).unwrap_or_default();
+            if let Some(sha) = v["simulation"].as_str().filter(|s| !s.is_empty()) {
+                out.0.insert((task, id), sha.to_string());
+            }
+        }
+        Ok(out)
     }
 
     /// Candidates already recorded for a run.
