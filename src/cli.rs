@@ -2,7 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use polymorph::engine::Strategy;
-use polymorph::engine::remote::Target;
+use polymorph::engine::remote::{Target, VerifyOn};
 use polymorph::measure::Verdict;
 use polymorph::record::ProposerChoice;
 use std::path::PathBuf;
@@ -192,6 +192,12 @@ pub struct TargetArgs {
     /// in parallel, benchmarks take turns on each node (one lock per node).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
+    /// Where a candidate a remote series accepted is confirmed by a fresh series before it is
+    /// committed: other-node (a second target; the default with two or more), controller
+    /// (here; this machine must be able to run the task) or same-node (the default with one
+    /// target, which is then trusted with its samples).
+    #[arg(long, value_name = "WHERE")]
+    pub verify_on: Option<VerifyOn>,
 }
 
 #[derive(Debug, Clone, Args)]

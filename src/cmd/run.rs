@@ -4,7 +4,7 @@ use super::output::{fmt_score, print_json};
 use crate::cli::{Cli, RunArgs, TargetArgs};
 use anyhow::{Result, bail};
 use polymorph::engine::agent_host::AgentSettings;
-use polymorph::engine::remote::{RemoteSpec, Target, TargetOptions};
+use polymorph::engine::remote::{RemoteSpec, Target, TargetOptions, VerifyOn};
 use polymorph::engine::{RunOptions, RunReport, runner};
 use polymorph::record::store::SIMULATED;
 use polymorph::record::{LockFile, ProposerChoice, RunProposer, Store};
@@ -62,10 +62,12 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
     };
     let _lock = LockFile::run(&db)?;
     let store = Store::open(&db).await?;
-    // With remote targets no task process runs here: the nodes report their own isolation.
-    let runner = match opts.targets {
-        Some(_) => Runner::new(Isolation::Plain("evaluations run on remote targets".into())),
-        None => runner(),
+    // With remote targets no task process runs here, unless confirmations do.
+    let runner = match &opts.targets {
+        Some((_, o)) if o.verify_on != Some(VerifyOn::Controller) => {
+            Runner::new(Isolation::Plain("evaluations run on remote targets".into()))
+        }
+        _ => runner(),
     };
     let reports =
         polymorph::engine::run(&store, &ledger, &a.task_dir, &opts, &runner, cancel).await?;
@@ -88,6 +90,16 @@ pub(super) fn targets(a: &TargetArgs) -> Result<Option<RemoteSpec>> {
     if !a.slurm_args.is_empty() && !list.iter().any(|t| matches!(t, Target::Slurm { .. })) {
         bail!("--slurm-arg is for the slurm target: add --target slurm");
     }
+    let remote = list.iter().filter(|t| **t != Target::Local).count();
+    match a.verify_on {
+        Some(_) if remote == 0 => {
+            bail!("--verify-on is for remote targets: here every series is judged where it runs")
+        }
+        Some(VerifyOn::OtherNode) if remote < 2 => bail!(
+            "--verify-on other-node needs two targets or more; with one, --verify-on controller confirms here"
+        ),
+        _ => {}
+    }
     if list.iter().all(|t| *t == Target::Local) {
         if a.jobs > 1 {
             bail!(
@@ -108,6 +120,7 @@ pub(super) fn targets(a: &TargetArgs) -> Result<Option<RemoteSpec>> {
             ssh_command: a.ssh_command.clone(),
             slurm_args: a.slurm_args.clone(),
             jobs: a.jobs,
+            verify_on: a.verify_on,
         },
     }))
 }

@@ -13,6 +13,7 @@ mod docs;
 mod faults;
 mod gpu;
 mod layers;
+mod lying_worker;
 mod objective;
 mod polymorphic;
 mod postgres;

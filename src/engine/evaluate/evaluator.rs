@@ -1,18 +1,17 @@
 //! Where a run's processes run: here, through the harness, with the incumbent built once and
 //! kept; or on remote targets, where each job carries its trees and a node builds, tests and
-//! benchmarks them. Either way the verdict is this process's judge's, from the raw samples.
+//! benchmarks them (`remote_series.rs`). Either way the verdict is this process's judge's, from
+//! the raw samples.
 
 use super::confirm::{confirmed, needs_confirmation};
 use super::evaluation::{Evaluation, candidate_tree};
 use super::failure::Failure;
 use super::harness::{Built, Harness};
-use crate::engine::remote::Pool;
-use crate::engine::remote::wire::{
-    Job, Op, Outcome, PROTOCOL, VERSION, WireEvaluation, WireTree, WireWorkload,
-};
+use super::remote_series::{Here, on_nodes};
+use crate::engine::remote::wire::{Job, Op, Outcome, PROTOCOL, VERSION, WireTree, WireWorkload};
+use crate::engine::remote::{Pool, VerifyOn};
 use crate::measure::objective::Weights;
-use crate::measure::{Decision, Judge, Sample, Spread};
-use crate::record::Stage;
+use crate::measure::{Judge, Sample, Spread};
 use crate::task::Resolved;
 use agent::Proposal;
 use anyhow::{Context as _, Result, bail};
@@ -38,6 +37,10 @@ enum Place<'a> {
         job: Box<Job>,
         r: &'a Resolved,
         cancel: CancelFlag,
+        /// Where an accepted candidate is confirmed.
+        verify: VerifyOn,
+        /// The controller's harness, for `VerifyOn::Controller`.
+        here: Option<Here<'a>>,
     },
 }
 
@@ -90,8 +93,19 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    pub fn remote(pool: Pool, job: Job, r: &'a Resolved, cancel: CancelFlag) -> Self {
-        Evaluator {
+    /// Evaluations on `pool`'s targets, each accepted candidate confirmed where `verify` says;
+    /// `here` is the controller's own harness, which `VerifyOn::Controller` needs.
+    pub fn remote(
+        pool: Pool,
+        job: Job,
+        r: &'a Resolved,
+        cancel: CancelFlag,
+        (verify, here): (VerifyOn, Option<Harness<'a>>),
+    ) -> Result<Self> {
+        if verify == VerifyOn::Controller && here.is_none() {
+            bail!("--verify-on controller needs this machine's harness");
+        }
+        Ok(Evaluator {
             weights: r.task.metric.weights.clone(),
             incumbent: r.source.clone(),
             place: Place::Remote {
@@ -99,9 +113,11 @@ impl<'a> Evaluator<'a> {
                 job: Box::new(job),
                 r,
                 cancel,
+                verify,
+                here: here.map(Here::new),
             },
             spread: Spread::default(),
-        }
+        })
     }
 
     pub fn is_local(&self) -> bool {
@@ -163,8 +179,10 @@ impl<'a> Evaluator<'a> {
                 job,
                 r,
                 cancel,
+                verify,
+                here,
             } => {
-                let pool: &Pool = pool;
+                let (pool, verify): (&Pool, VerifyOn) = (pool, *verify);
                 let calls = proposals.iter().map(|p| {
                     candidate_tree(&r.task, &Limits::default(), p, incumbent).map(|(tree, diff)| {
                         let mut job = (**job).clone();
@@ -178,7 +196,7 @@ impl<'a> Evaluator<'a> {
                     })
                 });
                 let calls: Vec<_> = calls.collect();
-                tokio::task::block_in_place(|| {
+                let on_nodes: Vec<Evaluation> = tokio::task::block_in_place(|| {
                     std::thread::scope(|scope| {
                         let handles: Vec<_> = calls
                             .into_iter()
@@ -187,16 +205,7 @@ impl<'a> Evaluator<'a> {
                                 scope.spawn(move || match c {
                                     Err(f) => Ok(Evaluation::failed(f)),
                                     Ok((job, tree, diff)) => {
-                                        let call = |tree, diff| {
-                                            remote_evaluation(
-                                                pool, &job, &cancel, tree, diff, judge,
-                                            )
-                                        };
-                                        let first = call(tree.clone(), diff.clone())?;
-                                        if !needs_confirmation(&first) {
-                                            return Ok(first);
-                                        }
-                                        Ok(confirmed(first, call(tree, diff)?))
+                                        on_nodes(pool, &job, &cancel, (tree, diff), judge, verify)
                                     }
                                 })
                             })
@@ -207,9 +216,18 @@ impl<'a> Evaluator<'a> {
                                 h.join()
                                     .unwrap_or_else(|_| bail!("an evaluation thread panicked"))
                             })
-                            .collect()
+                            .collect::<Result<_>>()
                     })
-                })
+                })?;
+                // Confirmations here run one at a time, after the nodes' series: benchmarks on
+                // one machine would contend.
+                match here {
+                    None => Ok(on_nodes),
+                    Some(here) => on_nodes
+                        .into_iter()
+                        .map(|ev| here.confirm(incumbent, ev, judge))
+                        .collect(),
+                }
             }
         }
     }
@@ -273,7 +291,7 @@ impl<'a> Evaluator<'a> {
 
 /// A candidate's processes may have reached the incumbent's workspace (without bwrap they
 /// can): each candidate is measured against the tree that was verified, rebuilt if need be.
-fn keep_intact(harness: &mut Harness<'_>, incumbent: &mut Built) -> Result<()> {
+pub(super) fn keep_intact(harness: &mut Harness<'_>, incumbent: &mut Built) -> Result<()> {
     let Err(f) = harness.intact(incumbent) else {
         return Ok(());
     };
@@ -285,84 +303,4 @@ fn keep_intact(harness: &mut Harness<'_>, incumbent: &mut Built) -> Result<()> {
     *incumbent = tokio::task::block_in_place(|| harness.prepare(tree))
         .map_err(|f| anyhow::anyhow!("the incumbent does not pass any more: {}", f.reason))?;
     Ok(())
-}
-
-/// One candidate evaluated on a node and judged here.
-fn remote_evaluation(
-    pool: &Pool,
-    job: &Job,
-    cancel: &CancelFlag,
-    tree: FileTree,
-    diff: String,
-    judge: &Judge<'_>,
-) -> Result<Evaluation> {
-    let mut ev = match pool.call(job, cancel)? {
-        None => {
-            let mut ev = Evaluation::failed(Failure::new(Stage::Bench, "cancelled"));
-            ev.cancelled = true;
-            ev
-        }
-        Some(reply) => match reply.result {
-            Outcome::Evaluated(w) => judged(w, tree, judge)?,
-            Outcome::TaskError(why) => bail!("on {}: {why}", reply.node),
-            _ => bail!("{} answered another question", reply.node),
-        },
-    };
-    ev.diff = Some(diff);
-    Ok(ev)
-}
-
-/// A node's evaluation, judged here from its samples.
-fn judged(w: WireEvaluation, tree: FileTree, judge: &Judge<'_>) -> Result<Evaluation> {
-    let mut pairs: Vec<(Sample, Sample)> = w
-        .pairs
-        .into_iter()
-        .map(|(a, b)| (Sample::from(a), Sample::from(b)))
-        .collect();
-    // Every prefix is judged as the local loop judges it, pair by pair: the verdict is the
-    // first prefix's that decides, and pairs a node measured past it count for nothing (a node
-    // cannot pick the moment its series looks best).
-    let decided = (1..=pairs.len()).find_map(|n| match judge.decide(&pairs[..n]) {
-        Decision::Continue => None,
-        d => Some((n, d)),
-    });
-    let decision = match decided {
-        Some((n, d)) => {
-            pairs.truncate(n);
-            Some(d)
-        }
-        None => (!pairs.is_empty()).then_some(Decision::Continue),
-    };
-    let mut ev = Evaluation::failed(Failure::new(Stage::Verify, ""));
-    ev.bench_seconds = w.bench_seconds;
-    ev.process_seconds = w.process_seconds;
-    ev.cancelled = w.cancelled;
-    match (w.failure, decision) {
-        (Some((stage, reason, log)), decision) => {
-            ev.stage = stage;
-            ev.reason = reason;
-            ev.log = log;
-            if let (Stage::Retest, Some(Decision::Done { summary, .. })) = (stage, decision) {
-                ev.summary = Some(summary);
-            }
-        }
-        (
-            None,
-            Some(Decision::Done {
-                verdict,
-                reason,
-                summary,
-            }),
-        ) => {
-            ev.verdict = verdict;
-            ev.stage = Stage::Judge;
-            ev.reason = reason;
-            ev.summary = Some(summary);
-            ev.tree = Some(tree);
-        }
-        (None, _) if ev.cancelled => ev.reason = "cancelled".into(),
-        (None, _) => bail!("a node sent a series its judge had not finished"),
-    }
-    ev.pairs = pairs;
-    Ok(ev)
 }

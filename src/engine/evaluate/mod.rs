@@ -8,6 +8,7 @@ mod evaluator;
 mod failure;
 mod harness;
 mod processes;
+mod remote_series;
 mod spawned;
 
 pub use evaluation::{Evaluation, candidate_tree, tree_diff};

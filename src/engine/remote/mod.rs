@@ -7,5 +7,5 @@ pub mod pool;
 pub mod target;
 pub mod wire;
 
-pub use pool::{NoTargetLeft, Pool};
-pub use target::{Remote, RemoteSpec, Target, TargetOptions};
+pub use pool::{NoTargetLeft, Pick, Pool, TargetId};
+pub use target::{Remote, RemoteSpec, Target, TargetOptions, VerifyOn};

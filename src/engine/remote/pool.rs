@@ -13,21 +13,50 @@ use std::sync::Mutex;
 /// Faults in a row after which a target is left out.
 pub const MAX_FAULTS_IN_A_ROW: usize = 3;
 
-/// Every target was left out: the run stops as interrupted (resumable once the cluster is
-/// back), never as a failure of the task.
+/// Every target a call may go to was left out: the run stops as interrupted (resumable once
+/// the cluster is back), never as a failure of the task.
 #[derive(Debug)]
-pub struct NoTargetLeft;
+pub struct NoTargetLeft(Pick);
 
 impl std::fmt::Display for NoTargetLeft {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let which = match self.0 {
+            Pick::Any => "every target",
+            Pick::Only(_) => "the target that measured the candidate, on which it is confirmed,",
+            Pick::Not(_) => "every target but the one that measured the candidate",
+        };
         write!(
             f,
-            "every target failed {MAX_FAULTS_IN_A_ROW} times in a row; nothing of the abandoned evaluations was recorded (run again to resume)"
+            "{which} failed {MAX_FAULTS_IN_A_ROW} times in a row; nothing of the abandoned evaluations was recorded (run again to resume)"
         )
     }
 }
 
 impl std::error::Error for NoTargetLeft {}
+
+/// One target of a pool, for the rest of the run (ids are never reused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetId(usize);
+
+/// Which of a pool's targets a call may go to.
+#[derive(Debug, Clone, Copy)]
+pub enum Pick {
+    Any,
+    /// Only this one (a confirmation on the node that measured the first series).
+    Only(TargetId),
+    /// Any but this one (a confirmation by a second node).
+    Not(TargetId),
+}
+
+impl Pick {
+    fn allows(self, id: TargetId) -> bool {
+        match self {
+            Pick::Any => true,
+            Pick::Only(x) => x == id,
+            Pick::Not(x) => x != id,
+        }
+    }
+}
 
 struct Slot {
     id: usize,
@@ -122,16 +151,39 @@ impl Pool {
             .collect()
     }
 
+    /// How many targets are left.
+    pub fn targets_left(&self) -> usize {
+        self.state().slots.len()
+    }
+
     /// Sends `job` to the targets in turn until one answers from the run's context; `None`
     /// when the run was cancelled meanwhile.
     pub fn call(&self, job: &Job, cancel: &CancelFlag) -> Result<Option<Reply>> {
+        Ok(self
+            .call_on(job, cancel, Pick::Any)?
+            .map(|(_, reply)| reply))
+    }
+
+    /// `call` on the targets `pick` allows; the reply with the target that answered.
+    pub fn call_on(
+        &self,
+        job: &Job,
+        cancel: &CancelFlag,
+        pick: Pick,
+    ) -> Result<Option<(TargetId, Reply)>> {
         loop {
             let (id, remote) = {
                 let mut st = self.state();
-                if st.slots.is_empty() {
-                    return Err(NoTargetLeft.into());
-                }
-                let i = st.next % st.slots.len();
+                let allowed: Vec<usize> = (0..st.slots.len())
+                    .filter(|&i| pick.allows(TargetId(st.slots[i].id)))
+                    .collect();
+                let Some(&i) = allowed
+                    .iter()
+                    .find(|&&i| i >= st.next % st.slots.len())
+                    .or(allowed.first())
+                else {
+                    return Err(NoTargetLeft(pick).into());
+                };
                 st.next = i + 1;
                 (st.slots[i].id, st.slots[i].remote.clone())
             };
@@ -146,7 +198,7 @@ impl Pool {
                         if let Some(s) = self.state().slots.iter_mut().find(|s| s.id == id) {
                             s.faults = 0;
                         }
-                        return Ok(Some(reply));
+                        return Ok(Some((TargetId(id), reply)));
                     }
                 },
                 Err(CallError::Fault(why)) => why,

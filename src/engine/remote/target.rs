@@ -3,6 +3,7 @@
 //! through srun); one call sends it one job and waits for its reply, watching for a cancel.
 
 use super::wire::{Job, Reply, find_reply};
+use crate::measure::text_enum::text_enum;
 use crate::task::{Requirement, Task};
 use anyhow::{Result, bail};
 use sandbox::CancelFlag;
@@ -118,6 +119,20 @@ pub struct RemoteSpec {
     pub options: TargetOptions,
 }
 
+text_enum! {
+    /// Where a candidate a node's series accepted is confirmed, in a fresh series, before it
+    /// is committed: a node is trusted with nothing the controller cannot check.
+    pub enum VerifyOn {
+        /// A target other than the one that measured it (the default with two or more).
+        OtherNode = "other-node",
+        /// Here, on the controller's own machine, which must be able to run the task.
+        Controller = "controller",
+        /// The target that measured it (the default with one: that node is trusted with its
+        /// samples).
+        SameNode = "same-node",
+    }
+}
+
 /// How remote targets are reached.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TargetOptions {
@@ -129,6 +144,10 @@ pub struct TargetOptions {
     pub slurm_args: Vec<String>,
     /// Candidates evaluated at once (each its own job on a node).
     pub jobs: usize,
+    /// Where accepted candidates are confirmed; `None`: another node when there are two or
+    /// more, else the same one.
+    #[serde(default)]
+    pub verify_on: Option<VerifyOn>,
 }
 
 /// Why a call brought no reply.

@@ -9,11 +9,11 @@ use super::proposers::{make_proposer, resolve_proposer};
 use super::report::{RunReport, final_measurement};
 use super::warm_start::warm_start;
 use crate::engine::evaluate::{Evaluator, base_job};
-use crate::engine::remote::{NoTargetLeft, Pool};
+use crate::engine::remote::{NoTargetLeft, Pool, VerifyOn};
 use crate::engine::simulate::{Cache, harness};
 use crate::record::{Ledger, RunProposer, RunStatus, Store};
 use crate::task::Resolved;
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use sandbox::{CancelFlag, Runner};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -85,7 +85,18 @@ pub async fn run_in_context(
     }
     let outcome = async {
         let exec = match pool {
-            Some(pool) => Evaluator::remote(pool, base_job(&r)?, &r, cancel.clone()),
+            Some(pool) => {
+                let verify = verification(opts, &pool)?;
+                let here = match verify {
+                    VerifyOn::Controller => {
+                        r.check_requirements()
+                            .context("--verify-on controller: this machine cannot run the task")?;
+                        Some(harness(&r, runner, cancel.clone(), None, at.seed)?)
+                    }
+                    _ => None,
+                };
+                Evaluator::remote(pool, base_job(&r)?, &r, cancel.clone(), (verify, here))?
+            }
             None => Evaluator::local(harness(
                 &r,
                 runner,
@@ -175,4 +186,32 @@ async fn report(
         best_commit: best.map(|b| b.commit_sha),
         simulation: Some(r.fingerprint.simulation.clone()).filter(|s| !s.is_empty()),
     })
+}
+
+/// Where a run on remote targets confirms what a node's series accepted: as the user said, or
+/// a second target when there are two or more, else the same one (said on stderr: that node is
+/// then trusted with its samples).
+fn verification(opts: &RunOptions, pool: &Pool) -> Result<VerifyOn> {
+    let chosen = opts.targets.as_ref().and_then(|(_, o)| o.verify_on);
+    let targets = pool.targets_left();
+    let verify = match chosen {
+        Some(VerifyOn::OtherNode) if targets < 2 => bail!(
+            "--verify-on other-node: only one target of this context answered; --verify-on controller confirms here"
+        ),
+        Some(v) => v,
+        None if targets >= 2 => VerifyOn::OtherNode,
+        None => VerifyOn::SameNode,
+    };
+    if opts.progress {
+        eprintln!(
+            "accepted candidates are confirmed {}",
+            match verify {
+                VerifyOn::OtherNode => "by a fresh series on a second target",
+                VerifyOn::Controller => "by a fresh series here, on the controller",
+                VerifyOn::SameNode =>
+                    "by a fresh series on the same target, which is trusted with its samples (--verify-on controller confirms here)",
+            }
+        );
+    }
+    Ok(verify)
 }

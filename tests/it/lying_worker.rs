@@ -1,0 +1,170 @@
+//! A node that lies: a worker that runs the real `polymorph worker` and reports the candidate's
+//! samples three times faster than measured (under the plausibility factor, so no other rule
+//! stops it), repeating its pairs until the series is long enough to accept, on a null change. Whatever a confirming place measures itself decides: the
+//! controller (`--verify-on controller`) or a second, honest node (the default with two
+//! targets) refuses it, and nothing reaches the ledger; trusting the same node lands the lie.
+
+use super::common::engines::Sshd;
+use super::common::tools::{Tool, missing};
+use super::common::{Env, files_line};
+use std::os::unix::fs::PermissionsExt as _;
+
+/// The liar, as the `--worker` of every target: it lies to sessions that came in on `port`
+/// (through `SSH_CONNECTION`), or to all when `port` is `None`.
+fn liar(env: &Env, port: Option<u16>) -> String {
+    let real = assert_cmd::cargo::cargo_bin("polymorph");
+    let script = format!(
+        r#"#!/usr/bin/python3
+import json, os, subprocess, sys
+line = sys.stdin.readline()
+real = subprocess.Popen([{real:?}, "worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+real.stdin.write(line.encode())
+real.stdin.flush()
+out = real.stdout.read().decode()
+real.wait()
+port = (os.environ.get("SSH_CONNECTION", "").split() or [""])[-1]
+lie = {lie_to:?} in ("", port)
+marker = "POLYMORPH-REPLY "
+for l in out.splitlines():
+    if lie and l.startswith(marker):
+        reply = json.loads(l[len(marker):])
+        result = reply["result"]
+        if isinstance(result, dict) and "Evaluated" in result:
+            pairs = result["Evaluated"]["pairs"]
+            pairs = [json.loads(json.dumps(pairs[i % len(pairs)])) for i in range(8)]
+            for _incumbent, candidate in pairs:
+                for case in candidate["cases"]:
+                    candidate["cases"][case] *= 3
+            result["Evaluated"]["pairs"] = pairs
+        l = marker + json.dumps(reply)
+    print(l)
+sys.exit(real.returncode)
+"#,
+        real = real.display().to_string(),
+        lie_to = port.map(|p| p.to_string()).unwrap_or_default(),
+    );
+    let path = env.write("liar.py", &script);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+/// The spin task and a replay of two null changes (comments): no real gain at all.
+fn null_changes(env: &Env) -> (String, String) {
+    let task = env.task("spin");
+    let lines: Vec<String> = (1..=2)
+        .map(|k| {
+            let tree = format!("#define PAD_PERMILLE 200\n/* the same work, {k} */\n");
+            files_line("params.h", &tree, "a null change") + "\n"
+        })
+        .collect();
+    let replay = env.write("null.jsonl", &lines.concat());
+    (
+        task.display().to_string(),
+        format!("replay:{}", replay.display()),
+    )
+}
+
+/// `polymorph run` of the null changes on `targets` through `worker`: the report, the verdicts
+/// and reasons of the candidates, and the ledger's accepted entries.
+fn run(env: &Env, targets: &[String], ssh: &str, worker: &str, extra: &[&str]) -> RunOutcome {
+    let (task, replay) = null_changes(env);
+    let mut args: Vec<&str> = vec![
+        "--proposer",
+        &replay,
+        "--worker",
+        worker,
+        "--ssh-command",
+        ssh,
+    ];
+    for t in targets {
+        args.extend(["--target", t]);
+    }
+    args.extend(extra);
+    let report = env.run(std::path::Path::new(&task), &args);
+    let rows = env.json(&[
+        "query",
+        "SELECT verdict, reason FROM evaluations ORDER BY candidate_id",
+    ]);
+    let field = |k: &str| -> Vec<String> {
+        let rows = rows.as_array().unwrap();
+        rows.iter()
+            .map(|r| r[k].as_str().unwrap().to_string())
+            .collect()
+    };
+    let entries = env.json(&[
+        "query",
+        "SELECT COUNT(*) AS n FROM ledger_entries WHERE kind = 'accepted'",
+    ]);
+    RunOutcome {
+        verdicts: field("verdict"),
+        reasons: field("reason"),
+        entries: entries[0]["n"].as_i64().unwrap(),
+        report,
+    }
+}
+
+struct RunOutcome {
+    verdicts: Vec<String>,
+    reasons: Vec<String>,
+    entries: i64,
+    report: serde_json::Value,
+}
+
+#[test]
+fn a_lying_worker_gets_nothing_into_the_ledger_when_the_controller_confirms() {
+    let sshd = match Sshd::start() {
+        Ok(s) => s,
+        Err(why) => return missing(Tool::Ssh, &format!("lying worker: {why}")),
+    };
+    let (target, ssh) = (vec![sshd.target()], sshd.ssh_command());
+
+    let env = Env::new();
+    let worker = liar(&env, None);
+    let here = run(&env, &target, &ssh, &worker, &["--verify-on", "controller"]);
+    assert_eq!(here.verdicts, ["rejected", "rejected"], "{}", here.report);
+    for reason in &here.reasons {
+        let refused = "not confirmed in a fresh series: on the controller:";
+        assert!(reason.starts_with(refused), "{reason}");
+    }
+    assert_eq!(here.entries, 0);
+
+    // The same lie, confirmed by the node that told it, lands: what the check above prevents.
+    let env = Env::new();
+    let worker = liar(&env, None);
+    let trusted = run(&env, &target, &ssh, &worker, &["--verify-on", "same-node"]);
+    let accepted = ["accepted", "accepted"];
+    assert_eq!(trusted.verdicts, accepted, "{:?}", trusted.reasons);
+    assert_eq!(trusted.entries, 2);
+}
+
+#[test]
+fn with_two_targets_a_second_node_confirms_and_refuses_the_lie_of_the_first() {
+    let (lying, honest) = match (Sshd::start(), Sshd::start()) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(why), _) | (_, Err(why)) => {
+            return missing(Tool::Ssh, &format!("two ssh targets: {why}"));
+        }
+    };
+    // One ssh command that logs in to both: each sshd trusts its own user key.
+    let second_key = honest
+        .ssh_command()
+        .split_whitespace()
+        .skip_while(|w| *w != "-i")
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let ssh = format!("{} -i {second_key}", lying.ssh_command());
+    let env = Env::new();
+    let worker = liar(&env, Some(lying.port));
+    // Targets take turns, so one of the two candidates' first series is the liar's at least.
+    let targets = vec![lying.target(), honest.target()];
+    let out = run(&env, &targets, &ssh, &worker, &[]);
+    assert_eq!(out.verdicts, ["rejected", "rejected"], "{}", out.report);
+    let refused = "not confirmed in a fresh series: on ";
+    assert!(
+        out.reasons.iter().any(|r| r.starts_with(refused)),
+        "{:?}",
+        out.reasons
+    );
+    assert_eq!(out.entries, 0);
+}
