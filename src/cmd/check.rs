@@ -5,7 +5,7 @@ use super::output::print_json;
 use crate::cli::{CheckArgs, Cli};
 use anyhow::{Context as _, Result};
 use polymorph::engine::{Built, Harness, runner};
-use polymorph::measure::bound::Bound;
+use polymorph::measure::metric::Bound;
 use polymorph::measure::objective::Weights;
 use polymorph::measure::{Metric, Sample, log_gain, median};
 use polymorph::record::{Ledger, Store};

@@ -472,7 +472,7 @@ mod tests {
     #[test]
     fn a_case_past_the_declared_bound_is_quarantined_at_the_first_pair() {
         let mut m = metric();
-        m.bound = Some(crate::measure::bound::Bound::Every(150.0));
+        m.bound = Some(crate::measure::metric::Bound::Every(150.0));
         let s = settings();
         let judge = plain(&m, &s);
         // 1.6x the incumbent: far under the plausibility factor, past the machine's bound.

@@ -2,7 +2,6 @@
 //! nothing else of the crate and does no I/O (no file system, process, clock, sqlx or git2), so
 //! every decision it makes is a function of its inputs and tested without a machine.
 
-pub mod bound;
 mod early;
 mod guard;
 pub mod judge;

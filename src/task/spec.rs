@@ -5,7 +5,7 @@ use super::judging::{RawJudge, judge};
 use super::params::{ParamsSpec, parse_params};
 use super::python::{self, PythonEnv};
 use super::requires::Requirement;
-use crate::measure::bound::Bound;
+use crate::measure::metric::Bound;
 use crate::measure::{Direction, JudgeSettings, Metric};
 use agent::Params;
 use anyhow::{Context as _, Result, bail};

@@ -24,5 +24,6 @@ mod secrets;
 mod serve;
 mod serving;
 mod simulate;
+mod slow_models;
 mod trust;
 mod trust_records;

@@ -48,11 +48,32 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// Why a reply ended before the model finished it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// It reached the reply cap (`finish_reason: "length"`).
+    Cap,
+    /// It started repeating itself and was cut here.
+    Loop,
+}
+
+impl Cut {
+    /// What happened, for the model and the log.
+    pub fn said(self) -> &'static str {
+        match self {
+            Cut::Cap => "it reached the length cap of one reply",
+            Cut::Loop => "it started repeating the same text over and over",
+        }
+    }
+}
+
 /// A reply: text, tool calls, and what it cost.
 #[derive(Debug, Clone, Default)]
 pub struct Reply {
     pub content: Option<String>,
     pub tool_calls: Vec<ToolCall>,
+    /// Set when the reply was cut short.
+    pub cut: Option<Cut>,
     /// The assistant message as the server sent it, to append to the conversation.
     pub message: Value,
     pub prompt_tokens: u64,
@@ -67,7 +88,16 @@ pub struct ModelClient {
     api_key: Option<String>,
     limits: stream::Limits,
     pub model: String,
+    /// Prompt tokens per second the server last reported (llama.cpp's `timings`): with it,
+    /// a long prompt gets the time it needs before its first token.
+    prompt_speed: std::sync::Mutex<Option<f64>>,
 }
+
+/// Characters per token assumed when sizing a wait: fewer than most tokenizers manage on code,
+/// so the wait errs long.
+const CHARS_PER_TOKEN: f64 = 3.0;
+/// A prompt's expected reading time is multiplied by this before it counts as too slow.
+const SLOW_PROMPT_SLACK: f64 = 2.0;
 
 /// Fields servers use for a model's context length in `/v1/models`: vLLM, OpenRouter and
 /// Together, others, and llama.cpp's `meta`.
@@ -119,7 +149,23 @@ impl ModelClient {
             api_key: api_key.map(str::to_string),
             limits: stream::Limits { first_byte, idle },
             model: model.to_string(),
+            prompt_speed: std::sync::Mutex::new(None),
         })
+    }
+
+    /// The limits for one request: the first-byte limit stretched to twice the time the
+    /// server's last reported speed says the prompt takes to read.
+    fn limits_for(&self, body: &Value) -> stream::Limits {
+        let speed = *self.prompt_speed.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(speed) = speed.filter(|s| *s > 0.0) else {
+            return self.limits;
+        };
+        let tokens = body.to_string().len() as f64 / CHARS_PER_TOKEN;
+        let reading = Duration::from_secs_f64((tokens / speed * SLOW_PROMPT_SLACK).min(86_400.0));
+        stream::Limits {
+            first_byte: self.limits.first_byte.max(reading),
+            ..self.limits
+        }
     }
 
     /// The model's context window as the server's `/v1/models` reports it; `None` when it
@@ -151,7 +197,7 @@ impl ModelClient {
         let mut last = String::new();
         let mut backoff = BACKOFF_START;
         for attempt in 1..=MAX_ATTEMPTS {
-            let sent = stream::attempt(&self.http, &url, api_key, &body, self.limits);
+            let sent = stream::attempt(&self.http, &url, api_key, &body, self.limits_for(&body));
             let result = tokio::select! {
                 r = sent => r,
                 () = cancelled(cancel) => return Err(ModelError::Cancelled),
@@ -162,6 +208,12 @@ impl ModelClient {
             match result {
                 Ok(v) => match parse_reply(&v) {
                     Some(mut reply) => {
+                        if let Some(s) = v
+                            .pointer("/timings/prompt_per_second")
+                            .and_then(Value::as_f64)
+                        {
+                            *self.prompt_speed.lock().unwrap_or_else(|p| p.into_inner()) = Some(s);
+                        }
                         reply.latency = started.elapsed();
                         reply.requests = u64::from(attempt);
                         return Ok(reply);
@@ -215,7 +267,13 @@ fn truncate(s: &str, n: usize) -> String {
 
 /// Reads the first choice of a chat-completions response.
 fn parse_reply(v: &Value) -> Option<Reply> {
-    let message = v.get("choices")?.get(0)?.get("message")?.clone();
+    let choice = v.get("choices")?.get(0)?;
+    let message = choice.get("message")?.clone();
+    let cut = match choice.get("finish_reason").and_then(Value::as_str) {
+        Some("length") => Some(Cut::Cap),
+        Some("repetition") => Some(Cut::Loop),
+        _ => None,
+    };
     let content = message
         .get("content")
         .and_then(Value::as_str)
@@ -252,6 +310,7 @@ fn parse_reply(v: &Value) -> Option<Reply> {
     Some(Reply {
         content,
         tool_calls,
+        cut,
         message,
         prompt_tokens: tokens("prompt_tokens").unwrap_or(0),
         completion_tokens: tokens("completion_tokens").unwrap_or(estimate),
@@ -289,6 +348,24 @@ mod tests {
         assert_eq!(window_in(&llama, "other"), Some(8192), "the only model");
         let openai = serde_json::json!({ "data": [{ "id": "a" }, { "id": "b" }] });
         assert_eq!(window_in(&openai, "a"), None);
+    }
+
+    #[test]
+    fn a_long_prompt_gets_the_time_the_server_s_speed_says_it_needs() {
+        let c = ModelClient::new(
+            "http://127.0.0.1:1/v1",
+            None,
+            "m",
+            Duration::from_secs(60),
+            Duration::from_secs(60),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let body = serde_json::json!({ "messages": [{ "content": "x".repeat(30_000) }] });
+        assert_eq!(c.limits_for(&body).first_byte, Duration::from_secs(60));
+        // 10,000 tokens at 50 a second: 200 s before the first token, doubled.
+        *c.prompt_speed.lock().unwrap_or_else(|p| p.into_inner()) = Some(50.0);
+        let waits = c.limits_for(&body).first_byte.as_secs();
+        assert!((400..=402).contains(&waits), "{waits}");
     }
 
     #[test]

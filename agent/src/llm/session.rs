@@ -5,7 +5,7 @@
 //! to a simpler protocol (tools -> text blocks -> whole files), then ended early; at the end the
 //! last version that built and passed is submitted rather than thrown away.
 
-use super::client::{ModelClient, ModelError, Reply, ToolCall};
+use super::client::{Cut, ModelClient, ModelError, Reply, ToolCall};
 use super::edits::{TextEdit, parse_text_reply};
 use super::emitted::calls_in_text;
 use super::host::{Cancel, Limits, Outcome, Prompts, Protocol, ToolHost};
@@ -39,6 +39,22 @@ struct Conversation<'a> {
     last_error: Option<String>,
     /// Editable files of the last version that built and passed.
     last_passing: Option<BTreeMap<String, String>>,
+    /// The text of the last reply, to notice the same reply again.
+    last_reply: Option<String>,
+}
+
+/// Lines of a cut reply kept in the conversation: enough to show what it was doing.
+const CUT_KEPT_LINES: usize = 20;
+
+/// A cut reply as the conversation keeps it: its first lines and a sentence saying why the rest
+/// is gone, so a reply that ran to the cap is not fed back whole on every later turn.
+fn cut_short(text: &str, cut: Cut) -> String {
+    let kept: Vec<&str> = text.lines().take(CUT_KEPT_LINES).collect();
+    format!(
+        "{}\n[polymorph cut this reply here: {}; the rest is not kept]",
+        kept.join("\n"),
+        cut.said()
+    )
 }
 
 impl Conversation<'_> {
@@ -308,8 +324,31 @@ impl Conversation<'_> {
         None
     }
 
-    /// One reply: tool calls (declared or written in the text), text-protocol blocks, or nothing.
+    /// One reply, and how it looked: the same text as the reply before, or a reply cut short with
+    /// no edit or command, is a bad turn whatever the edits in it did.
     async fn turn(&mut self, reply: Reply) -> TurnResult {
+        let text = reply.content.clone().unwrap_or_default();
+        let same = reply.tool_calls.is_empty()
+            && !text.trim().is_empty()
+            && self.last_reply.as_deref() == Some(text.as_str());
+        self.last_reply = Some(text);
+        let cut = reply.cut;
+        match self.answer(reply).await {
+            TurnResult::Looked(_) if same => TurnResult::Looked(Turn::SameReply),
+            TurnResult::Looked(Turn::NoAction) if cut.is_some() => {
+                let why = cut.map_or("", Cut::said);
+                let m = self.feedback(&format!(
+                    "Your reply was cut short: {why}, before any edit or command. Answer with one edit, then BUILD."
+                ));
+                self.messages.push(m);
+                TurnResult::Looked(Turn::Cut(why))
+            }
+            other => other,
+        }
+    }
+
+    /// One reply: tool calls (declared or written in the text), text-protocol blocks, or nothing.
+    async fn answer(&mut self, reply: Reply) -> TurnResult {
         tracing::debug!(
             protocol = self.protocol.as_str(),
             calls = reply.tool_calls.len(),
@@ -318,6 +357,9 @@ impl Conversation<'_> {
         );
         let mut assistant = reply.message.clone();
         assistant["role"] = json!("assistant");
+        if let (Some(cut), Some(text)) = (reply.cut, reply.content.as_deref()) {
+            assistant["content"] = json!(cut_short(text, cut));
+        }
         self.messages.push(assistant);
         if !reply.tool_calls.is_empty() {
             return self.handle_calls(&reply.tool_calls, false).await;
@@ -409,6 +451,7 @@ pub async fn propose(
         last_call: None,
         last_error: None,
         last_passing: None,
+        last_reply: None,
     };
     c.messages = vec![
         json!({ "role": "system", "content": c.system() }),

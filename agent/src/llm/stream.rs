@@ -1,9 +1,12 @@
 //! One chat-completions request over HTTP, streamed. With `"stream": true` a server sends the
 //! reply as it generates it (server-sent events), so a hung server is told from a slow one: the
-//! first event must come within the first-byte limit (a cold prompt on a CPU server takes a
-//! minute), and each later one within the idle limit. A server that answers with plain JSON
-//! instead is read whole under the first-byte limit. The events are assembled into the JSON a
-//! non-streamed reply would have been, so the rest of the agent sees one shape.
+//! first token (content or a tool call: a server that sends the role at once and then reads a
+//! cold prompt for a minute has not started) must come within the first-byte limit, and each
+//! later event within the idle limit. A reply that starts looping (the same stretch of text over
+//! and over) is cut there: the connection is closed, which tells the server to stop. A server
+//! that answers with plain JSON instead is read whole under the first-byte limit. The events are
+//! assembled into the JSON a non-streamed reply would have been (`finish_reason` "repetition"
+//! for a cut one), so the rest of the agent sees one shape.
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -83,13 +86,13 @@ pub async fn attempt(
     let mut events = Events::default();
     let mut buf = String::new();
     loop {
-        let limit = if events.any {
+        let limit = if events.generating {
             limits.idle
         } else {
             limits.first_byte.saturating_sub(started.elapsed())
         };
         let chunk = timeout(limit, resp.chunk()).await.map_err(|_| {
-            AttemptError::Transient(if events.any {
+            AttemptError::Transient(if events.generating {
                 format!("the stream stalled for {}s", limits.idle.as_secs_f64())
             } else {
                 format!("no token within {}s", limits.first_byte.as_secs_f64())
@@ -108,6 +111,10 @@ pub async fn attempt(
             if let Some(done) = events.line(line.trim()) {
                 return Ok(done);
             }
+        }
+        if events.looping() {
+            // Returning drops the response: the connection closes and the server stops.
+            return Ok(events.reply());
         }
     }
 }
@@ -140,11 +147,26 @@ async fn read_whole(resp: reqwest::Response, left: Duration) -> Result<Value, At
     })
 }
 
+/// A stretch of text repeated this many times in a row at the end of a reply is a loop.
+const LOOP_REPEATS: usize = 6;
+/// The shortest and longest stretch looked for, in characters: from a repeated short line to a
+/// repeated paragraph.
+const LOOP_PERIODS: std::ops::RangeInclusive<usize> = 8..=400;
+/// The tail is looked at each time the reply grew by this much.
+const LOOP_CHECK_EVERY: usize = 64;
+
 /// The reply assembled from its events.
 #[derive(Default)]
 struct Events {
-    any: bool,
+    /// A content or tool-call token has come: the model is generating.
+    generating: bool,
     content: String,
+    /// Characters of content when the tail was last looked at for a loop.
+    checked_at: usize,
+    /// Why the server stopped (`stop`, `length`, `tool_calls`), or `repetition` when cut here.
+    finish_reason: Option<String>,
+    /// Prompt tokens per second, as llama.cpp reports it (`timings`).
+    prompt_per_second: Option<f64>,
     /// By index: id, name, arguments.
     calls: BTreeMap<u64, (String, String, String)>,
     usage: Option<Value>,
@@ -160,14 +182,30 @@ impl Events {
         let Ok(v) = serde_json::from_str::<Value>(data) else {
             return None;
         };
-        self.any = true;
         if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
             self.usage = Some(u.clone());
         }
+        if let Some(s) = v
+            .pointer("/timings/prompt_per_second")
+            .and_then(Value::as_f64)
+        {
+            self.prompt_per_second = Some(s);
+        }
+        if let Some(r) = v
+            .pointer("/choices/0/finish_reason")
+            .and_then(Value::as_str)
+        {
+            self.finish_reason = Some(r.to_string());
+        }
         let delta = v.pointer("/choices/0/delta")?;
         if let Some(t) = delta.get("content").and_then(Value::as_str) {
+            self.generating |= !t.is_empty();
             self.content.push_str(t);
         }
+        self.generating |= delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .is_some_and(|c| !c.is_empty());
         for (k, c) in delta
             .get("tool_calls")
             .and_then(Value::as_array)
@@ -192,6 +230,27 @@ impl Events {
         None
     }
 
+    /// Whether the content ends in a loop: its last stretch of some length repeated
+    /// `LOOP_REPEATS` times in a row. Marks the reply as cut when it does.
+    fn looping(&mut self) -> bool {
+        if self.content.len() < self.checked_at + LOOP_CHECK_EVERY {
+            return false;
+        }
+        self.checked_at = self.content.len();
+        let tail = self.content.as_bytes();
+        let looped = LOOP_PERIODS.into_iter().any(|p| {
+            let span = p * LOOP_REPEATS;
+            span <= tail.len() && {
+                let end = &tail[tail.len() - span..];
+                end.chunks(p).all(|c| c == &end[..p])
+            }
+        });
+        if looped {
+            self.finish_reason = Some("repetition".into());
+        }
+        looped
+    }
+
     fn reply(&self) -> Value {
         let mut message = json!({ "role": "assistant", "content": (!self.content.is_empty()).then(|| self.content.clone()) });
         if !self.calls.is_empty() {
@@ -204,9 +263,12 @@ impl Events {
                 })
                 .collect();
         }
-        let mut reply = json!({ "choices": [{ "index": 0, "message": message }] });
+        let mut reply = json!({ "choices": [{ "index": 0, "message": message, "finish_reason": self.finish_reason }] });
         if let Some(u) = &self.usage {
             reply["usage"] = u.clone();
+        }
+        if let Some(s) = self.prompt_per_second {
+            reply["timings"] = json!({ "prompt_per_second": s });
         }
         reply
     }
@@ -240,6 +302,33 @@ mod tests {
             Some(&json!("{\"path\": \"k.c\"}"))
         );
         assert_eq!(v.pointer("/usage/prompt_tokens"), Some(&json!(7)));
+    }
+
+    #[test]
+    fn the_role_alone_starts_nothing_and_a_loop_is_cut() {
+        let mut e = Events::default();
+        e.line(r#"data: {"choices":[{"delta":{"role":"assistant"}}]}"#);
+        assert!(!e.generating, "a role chunk is not a token");
+        e.line(r#"data: {"choices":[{"delta":{"content":"I will read params.h first.\n"}}]}"#);
+        assert!(e.generating);
+        assert!(!e.looping());
+        for _ in 0..12 {
+            e.line(r#"data: {"choices":[{"delta":{"content":"obj['kernel_c']\n"}}]}"#);
+        }
+        assert!(e.looping());
+        let v = e.reply();
+        assert_eq!(
+            v.pointer("/choices/0/finish_reason"),
+            Some(&json!("repetition"))
+        );
+        // Prose that varies is never cut, however long.
+        let mut prose = Events::default();
+        for k in 0..200 {
+            prose
+                .content
+                .push_str(&format!("step {k}: tile the loop by {} ", k * 7 % 13));
+            assert!(!prose.looping(), "{}", prose.content);
+        }
     }
 
     #[test]

@@ -19,6 +19,10 @@ pub enum Turn {
     Placeholder(String),
     /// The same error as the turn before.
     SameError(String),
+    /// The same text as the reply before (a whole-file reply rewriting the same broken file).
+    SameReply,
+    /// A reply cut short (at the cap, or looping) with no edit or command in it: why.
+    Cut(&'static str),
 }
 
 /// What the session should do next.
@@ -63,6 +67,8 @@ impl Watchdog {
                 )
             }
             Turn::SameError(e) => format!("the same error came back twice ({e})"),
+            Turn::SameReply => "the model sent the same reply again".into(),
+            Turn::Cut(why) => format!("a reply was cut short ({why}) with no edit or command"),
         }
     }
 

@@ -20,10 +20,25 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// With a known context window (a local server), each reply may use a quarter of it: room for
-/// a whole file, which a server's own default (often 512 tokens) cuts short.
-const REPLY_SHARE: u64 = 4;
+/// The fewest tokens a reply may use: a whole small file, which a server's own default (often
+/// 512 tokens) cuts short.
 const MIN_REPLY_TOKENS: u64 = 1024;
+/// Characters per token assumed when sizing a reply: fewer than tokenizers manage on C, so a
+/// whole file fits.
+const CHARS_PER_TOKEN: u64 = 3;
+/// Tokens of prose and markup allowed around the largest file written whole.
+const REPLY_MARGIN: u64 = 256;
+
+/// Tokens one reply may use, on a server whose context window is known (a local server, whose
+/// own default is short): what the largest edit can need, the largest editable file written
+/// whole, and never more than half the window. A reply that runs on past that is a model
+/// rambling, not an edit, and costs minutes on a CPU server.
+fn reply_cap(files: &BTreeMap<String, String>, window: u64) -> u64 {
+    let largest = files.values().map(String::len).max().unwrap_or(0) as u64;
+    (largest / CHARS_PER_TOKEN + REPLY_MARGIN)
+        .max(MIN_REPLY_TOKENS)
+        .min(window / 2)
+}
 /// One conversation: a scratch copy of the incumbent, the model, and what came of it.
 async fn converse(
     shared: Arc<Shared>,
@@ -49,7 +64,7 @@ async fn converse(
         max_turns: st.max_turns,
         max_tokens,
         temperature: st.temperature,
-        reply_tokens: window.map(|w| (w / REPLY_SHARE).max(MIN_REPLY_TOKENS)),
+        reply_tokens: window.map(|w| reply_cap(&ctx.incumbent_files, w)),
     };
     let with_params = shared.task.params.is_some();
     let outcome = llm::propose(
@@ -209,5 +224,18 @@ impl Proposer for AgentProposer {
             (None, Some(e)) => Err(e),
             (None, None) => Ok(None),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_has_room_for_the_largest_file_and_no_more_than_half_the_window() {
+        let files = |n: usize| BTreeMap::from([("k.c".to_string(), "x".repeat(n))]);
+        assert_eq!(reply_cap(&files(300), 8192), MIN_REPLY_TOKENS);
+        assert_eq!(reply_cap(&files(9_000), 8192), 3_256);
+        assert_eq!(reply_cap(&files(60_000), 8192), 4_096);
     }
 }

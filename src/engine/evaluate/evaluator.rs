@@ -155,7 +155,7 @@ impl<'a> Evaluator<'a> {
                 };
                 let mut out = Vec::new();
                 for p in proposals {
-                    keep_intact(harness, inc)?;
+                    harness.keep_intact(inc)?;
                     let judge = Judge {
                         spread: self.spread.sd(),
                         ..*judge
@@ -163,7 +163,7 @@ impl<'a> Evaluator<'a> {
                     let mut ev = tokio::task::block_in_place(|| harness.evaluate(p, inc, &judge));
                     self.spread.add(&self.weights, &ev.pairs);
                     if let Some(tree) = ev.tree.clone().filter(|_| needs_confirmation(&ev)) {
-                        keep_intact(harness, inc)?;
+                        harness.keep_intact(inc)?;
                         let again = tokio::task::block_in_place(|| {
                             harness.evaluate_tree(tree, inc, &judge, false)
                         });
@@ -287,20 +287,4 @@ impl<'a> Evaluator<'a> {
             }
         }
     }
-}
-
-/// A candidate's processes may have reached the incumbent's workspace (without bwrap they
-/// can): each candidate is measured against the tree that was verified, rebuilt if need be.
-pub(super) fn keep_intact(harness: &mut Harness<'_>, incumbent: &mut Built) -> Result<()> {
-    let Err(f) = harness.intact(incumbent) else {
-        return Ok(());
-    };
-    tracing::warn!(
-        "the incumbent's workspace was altered ({}); rebuilding it",
-        f.reason
-    );
-    let tree = incumbent.tree.clone();
-    *incumbent = tokio::task::block_in_place(|| harness.prepare(tree))
-        .map_err(|f| anyhow::anyhow!("the incumbent does not pass any more: {}", f.reason))?;
-    Ok(())
 }

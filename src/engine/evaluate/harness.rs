@@ -126,6 +126,22 @@ impl<'a> Harness<'a> {
         self.check_harness(built.ws.path(), Some(&built.outputs), Stage::Bench)
     }
 
+    /// A candidate's processes may have reached the incumbent's workspace (without bwrap they
+    /// can): each candidate is measured against the tree that was verified, rebuilt if need be.
+    pub fn keep_intact(&mut self, incumbent: &mut Built) -> anyhow::Result<()> {
+        let Err(f) = self.intact(incumbent) else {
+            return Ok(());
+        };
+        tracing::warn!(
+            "the incumbent's workspace was altered ({}); rebuilding it",
+            f.reason
+        );
+        let tree = incumbent.tree.clone();
+        *incumbent = tokio::task::block_in_place(|| self.prepare(tree))
+            .map_err(|f| anyhow::anyhow!("the incumbent does not pass any more: {}", f.reason))?;
+        Ok(())
+    }
+
     /// Writes `tree` into a fresh workspace, builds it and runs the test once.
     pub fn prepare(&mut self, tree: FileTree) -> Result<Built, Failure> {
         let ws = Workspace::create(&tree, None)

@@ -55,7 +55,7 @@ impl<'a> Here<'a> {
         let Some(inc) = self.incumbent.as_mut() else {
             bail!("the incumbent was not built on the controller");
         };
-        super::evaluator::keep_intact(&mut self.harness, inc)?;
+        self.harness.keep_intact(inc)?;
         let judge = Judge {
             reference: None,
             spread: None,

@@ -6,6 +6,7 @@
 pub mod engines;
 pub mod model_server;
 pub mod postgres;
+pub mod raw_server;
 pub mod records;
 pub mod replay;
 pub mod tools;

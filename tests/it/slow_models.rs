@@ -1,0 +1,160 @@
+//! The agent against slow and degenerate real models, streamed by hand from a one-slot server:
+//! a server that sends the role at once and then reads its prompt for a while is slow, not hung;
+//! a stream that stalls mid-reply is abandoned with its connection closed and retried; a reply
+//! that loops is cut and not fed back whole; the same reply again is noticed like the same
+//! error again.
+
+use crate::common::Env;
+use crate::common::model_server::{KEY, agent_run, serve, text};
+use crate::common::raw_server::{HEAD, raw_server, sse};
+use serde_json::{Value, json};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// A streamed tool call of `name` with `args`, in two events, with usage, to the end.
+fn call(name: &str, args: &str) -> String {
+    let events = vec![
+        json!({ "choices": [{ "delta": { "tool_calls": [{ "index": 0, "id": "c1", "function": { "name": name, "arguments": "" } }] } }] }),
+        json!({ "choices": [{ "delta": { "tool_calls": [{ "index": 0, "function": { "arguments": args } }] } }] }),
+        json!({ "choices": [], "usage": { "prompt_tokens": 50, "completion_tokens": 9 } }),
+    ];
+    sse(&events) + "data: [DONE]\n\n"
+}
+
+const WRITE: &str = "{\"path\": \"params.h\", \"content\": \"#define PAD_PERMILLE 0\\n\"}";
+const SUBMIT: &str = "{\"rationale\": \"no wasted steps\"}";
+
+/// Told, so that no `/v1/models` request takes one of the server's scripted replies.
+const WINDOW: &str = "--context-window";
+
+/// The role chunk servers send before they have read the prompt.
+fn role() -> String {
+    sse(&[json!({ "choices": [{ "delta": { "role": "assistant" } }] })])
+}
+
+fn now(reply: String) -> (String, Duration, String) {
+    (format!("{HEAD}{reply}"), Duration::ZERO, String::new())
+}
+
+#[test]
+fn a_stalled_stream_is_abandoned_with_its_connection_closed_and_retried() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let write = call("write_file", WRITE);
+    let (first_half, second_half) = write.split_at(write.len() / 2);
+    let (url, raw) = raw_server(vec![
+        // Starts, then goes silent past the idle limit: abandoned and sent again.
+        (
+            format!("{HEAD}{first_half}"),
+            Duration::from_secs(5),
+            second_half.to_string(),
+        ),
+        now(write.clone()),
+        now(call("submit", SUBMIT)),
+    ]);
+    let started = Instant::now();
+    let report = agent_run(&env, &url, &task, &[WINDOW, "8192", "--idle-timeout", "1"]);
+    assert_eq!(report["accepted"], 1, "{report}");
+    assert_eq!(raw.requests.load(Ordering::SeqCst), 3);
+    assert_eq!(
+        raw.hung_up.load(Ordering::SeqCst),
+        1,
+        "the abandoned request's connection was closed, so the server could stop it"
+    );
+    let c = &env.json(&["query", "SELECT prompt_tokens FROM candidates"])[0];
+    assert_eq!(
+        c["prompt_tokens"], 100,
+        "usage from the streams' last events"
+    );
+    assert!(started.elapsed() < Duration::from_secs(120));
+}
+
+#[test]
+fn a_server_reading_its_prompt_after_the_role_chunk_is_slow_not_hung() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // The role at once, then three seconds of reading the prompt: three times the idle limit,
+    // well within the first-token limit.
+    let (url, raw) = raw_server(vec![
+        (
+            format!("{HEAD}{}", role()),
+            Duration::from_secs(3),
+            call("write_file", WRITE),
+        ),
+        now(call("submit", SUBMIT)),
+    ]);
+    let report = agent_run(&env, &url, &task, &[WINDOW, "8192", "--idle-timeout", "1"]);
+    assert_eq!(report["accepted"], 1, "{report}");
+    assert_eq!(
+        raw.requests.load(Ordering::SeqCst),
+        2,
+        "nothing was retried"
+    );
+    assert_eq!(raw.hung_up.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn a_looping_reply_is_cut_and_goes_back_as_its_first_lines_and_a_sentence() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let mut events = vec![json!({ "choices": [{ "delta": { "role": "assistant" } }] })];
+    events.push(json!({ "choices": [{ "delta": { "content": "Let me look at the kernel.\n" } }] }));
+    for _ in 0..60 {
+        events.push(json!({ "choices": [{ "delta": { "content": "obj['kernel_c']\n" } }] }));
+    }
+    // The loop would go on for a minute: it is cut long before.
+    let (url, raw) = raw_server(vec![
+        (
+            format!("{HEAD}{}", sse(&events)),
+            Duration::from_secs(60),
+            "data: [DONE]\n\n".into(),
+        ),
+        now(call("write_file", WRITE)),
+        now(call("submit", SUBMIT)),
+    ]);
+    let started = Instant::now();
+    let report = agent_run(&env, &url, &task, &[WINDOW, "8192"]);
+    assert_eq!(report["accepted"], 1, "{report}");
+    assert!(
+        started.elapsed() < Duration::from_secs(50),
+        "the loop was not cut"
+    );
+    assert_eq!(raw.hung_up.load(Ordering::SeqCst), 1);
+    let bodies = raw.bodies.lock().unwrap();
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    let said: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    let cut = said
+        .iter()
+        .find(|c| c.contains("[polymorph cut this reply here"))
+        .expect("the cut reply, shortened");
+    assert!(cut.matches("obj['kernel_c']").count() <= 20, "{cut}");
+    assert!(said.iter().any(|c| c.contains("Your reply was cut short")));
+}
+
+#[test]
+fn the_same_whole_file_reply_again_is_nudged_then_ends_the_conversation() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // A real habit of a 1.5B model in the whole-file protocol: a path and a block holding one
+    // line, which does not build, again and again.
+    let broken = "params.h\n```\nobj['kernel_c']\n```\n";
+    let (url, fake) = serve((0..13).map(|_| text(broken)).collect());
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "whole-file"]);
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(
+        seen.len(),
+        3,
+        "built once, nudged once, then ended: {report}"
+    );
+    let note = &env.json(&["query", "SELECT note FROM candidates"])[0]["note"];
+    assert!(
+        note.as_str().unwrap().contains("the same reply again"),
+        "{note}"
+    );
+    assert!(!seen[2].raw.contains(KEY));
+    let last: &Value = &seen[2].body["messages"];
+    assert!(last.to_string().contains("same reply"), "{last}");
+}
