@@ -143,6 +143,10 @@ pub struct RunArgs {
     /// retried.
     #[arg(long, default_value_t = 60)]
     pub idle_timeout: u64,
+    /// Wall-clock minutes one agent proposal may take (requests and builds); a conversation cut
+    /// by it submits the last version that built and passed.
+    #[arg(long, default_value_t = 10.0)]
+    pub proposal_minutes: f64,
     /// The model's context window in tokens, when the server's /v1/models does not say: a
     /// small window gets a compact first prompt (files and history trimmed to fit).
     #[arg(long)]

@@ -26,6 +26,10 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
                 a.agent_concurrency,
             )?;
             settings.context_window = a.context_window;
+            if !(a.proposal_minutes.is_finite() && a.proposal_minutes > 0.0) {
+                bail!("--proposal-minutes must be a positive number of minutes");
+            }
+            settings.proposal_time = std::time::Duration::from_secs_f64(a.proposal_minutes * 60.0);
             if a.idle_timeout == 0 {
                 bail!("--idle-timeout must be at least 1 second");
             }
@@ -143,6 +147,25 @@ fn print_run(r: &RunReport, ledger: &Path, json: bool) -> Result<()> {
         "  {} candidates: {} accepted, {} rejected, {} held as contenders of the search's race, {} failed, {} quarantined",
         r.candidates, r.accepted, r.rejected, r.held, r.failed, r.quarantined
     );
+    if let Some(m) = &r.model {
+        let per = |n: usize| match n {
+            0 => "-".to_string(),
+            n => format!(
+                "{:.1} min, {} requests, {} tokens",
+                m.minutes / n as f64,
+                m.requests / n as i64,
+                m.tokens / n as i64
+            ),
+        };
+        println!(
+            "  model: {:.1} min waiting for replies, {} requests, {} tokens; per candidate {}; per accepted {}",
+            m.minutes,
+            m.requests,
+            m.tokens,
+            per(r.candidates),
+            per(r.accepted)
+        );
+    }
     let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(a), Some(b)) => format!("{:.2}x", b / a),
         _ => "-".into(),

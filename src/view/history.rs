@@ -43,6 +43,8 @@ pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<V
             .await?;
         let usage = run.usage;
         let per_candidate = |n: i64| (n > 0).then(|| usage.prompt_tokens / n);
+        let minutes = store.model_minutes(run.id).await?;
+        let per = |x: f64, n: i64| (n > 0).then(|| x / n as f64);
         let mut row = json!({
             "run": run.id, "task": run.task, "context_id": run.context_id, "proposer": run.proposer,
             "budget": run.budget, "status": run.status, "started_at": run.started_at, "finished_at": run.finished_at,
@@ -53,6 +55,11 @@ pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<V
             "message": run.message, "model_tokens": usage.tokens, "model_requests": usage.requests,
             "prompt_tokens": usage.prompt_tokens, "prompt_tokens_per_candidate": per_candidate(counts.total()),
             "prompt_tokens_per_accepted": per_candidate(counts.accepted),
+            "model_minutes": minutes,
+            "model_minutes_per_candidate": per(minutes, counts.total()),
+            "model_minutes_per_accepted": per(minutes, counts.accepted),
+            "model_requests_per_accepted": per(usage.requests as f64, counts.accepted),
+            "model_tokens_per_accepted": per(usage.tokens as f64, counts.accepted),
         });
         simulations.label(&run.task, &run.context_id, &mut row);
         rows.push(row);

@@ -5,7 +5,7 @@
 //! error again.
 
 use crate::common::Env;
-use crate::common::model_server::{KEY, agent_run, serve, text};
+use crate::common::model_server::{KEY, agent_run, serve, text, tool};
 use crate::common::raw_server::{HEAD, raw_server, sse};
 use serde_json::{Value, json};
 use std::sync::atomic::Ordering;
@@ -157,4 +157,43 @@ fn the_same_whole_file_reply_again_is_nudged_then_ends_the_conversation() {
     assert!(!seen[2].raw.contains(KEY));
     let last: &Value = &seen[2].body["messages"];
     assert!(last.to_string().contains("same reply"), "{last}");
+}
+
+#[test]
+fn a_proposal_cut_by_its_wall_clock_limit_submits_the_last_passing_version() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let mut slow = tool("read_file", json!({ "path": "kernel.c" }));
+    slow.delay = Duration::from_secs(20);
+    let (url, fake) = serve(vec![
+        tool(
+            "write_file",
+            json!({ "path": "params.h", "content": "#define PAD_PERMILLE 0\n" }),
+        ),
+        tool("build_and_test", json!({})),
+        // A reply that takes longer than the proposal has left.
+        slow,
+    ]);
+    let started = Instant::now();
+    let report = agent_run(&env, &url, &task, &["--proposal-minutes", "0.1"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(18),
+        "the limit did not cut"
+    );
+    assert_eq!(report["accepted"], 1, "{report}");
+    assert_eq!(fake.seen.lock().unwrap().len(), 3);
+    let note = &env.json(&["query", "SELECT note FROM candidates"])[0]["note"];
+    assert!(
+        note.as_str()
+            .unwrap()
+            .contains("wall-clock limit of one proposal (6 s)"),
+        "{note}"
+    );
+    // What the model cost (the replies that came), in the run's summary and in history, per
+    // accepted candidate.
+    assert_eq!(report["model"]["requests"], 2, "{report}");
+    assert_eq!(report["model"]["tokens"], 240, "{report}");
+    let history = env.json(&["history"]);
+    assert_eq!(history[0]["model_tokens_per_accepted"], 240.0, "{history}");
+    assert!(history[0]["model_minutes_per_accepted"].as_f64().unwrap() > 0.0);
 }

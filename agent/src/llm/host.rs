@@ -89,6 +89,8 @@ pub struct Limits {
     /// `max_tokens` of each reply, sent when set: local servers default to a few hundred, too
     /// few for a whole file.
     pub reply_tokens: Option<u64>,
+    /// Wall-clock time one proposal may take, requests and builds together.
+    pub wall: std::time::Duration,
 }
 
 /// How a proposal attempt ended.

@@ -458,11 +458,21 @@ pub async fn propose(
         json!({ "role": "user", "content": prompts.task }),
     ];
     let mut shortened = false;
+    let deadline = tokio::time::Instant::now() + limits.wall;
+    let out_of_time = || {
+        format!(
+            "the wall-clock limit of one proposal ({} s) was reached",
+            limits.wall.as_secs()
+        )
+    };
     for _turn in 0..limits.max_turns {
         if c.usage.prompt_tokens + c.usage.completion_tokens >= limits.max_tokens {
             return Ok(c.end("token cap for one proposal reached".into()));
         }
-        let reply = match c.request().await {
+        let Ok(requested) = tokio::time::timeout_at(deadline, c.request()).await else {
+            return Ok(c.end(out_of_time()));
+        };
+        let reply = match requested {
             Ok(r) => r,
             Err(ModelError::ContextLength(msg)) if !shortened && c.messages.len() > 4 => {
                 // Keep the system and task prompts and the latest exchange; drop the middle.
@@ -487,6 +497,9 @@ pub async fn propose(
                     return Ok(out);
                 }
             }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(c.end(out_of_time()));
         }
     }
     Ok(c.end(format!("no submission within {} turns", limits.max_turns)))

@@ -65,6 +65,7 @@ async fn converse(
         max_tokens,
         temperature: st.temperature,
         reply_tokens: window.map(|w| reply_cap(&ctx.incumbent_files, w)),
+        wall: st.proposal_time,
     };
     let with_params = shared.task.params.is_some();
     let outcome = llm::propose(

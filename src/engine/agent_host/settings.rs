@@ -18,6 +18,9 @@ const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// A streaming server that sends nothing for this long has hung: even a CPU server produces a
 /// token every fraction of a second once it has started.
 const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// One proposal's wall-clock limit: a small model on a CPU gets a few requests and builds in it,
+/// and a run of five candidates stays within the hour.
+const DEFAULT_PROPOSAL_TIME: Duration = Duration::from_secs(600);
 
 #[derive(Debug, Clone)]
 pub struct AgentSettings {
@@ -29,6 +32,9 @@ pub struct AgentSettings {
     pub request_timeout: Duration,
     /// The longest pause in a streamed reply before the server counts as hung.
     pub idle_timeout: Duration,
+    /// Wall-clock time one proposal may take; a conversation cut by it submits the last
+    /// version that built and passed.
+    pub proposal_time: Duration,
     pub max_turns: usize,
     pub max_tokens_per_proposal: u64,
     /// Tokens for the whole run; the agent stops proposing past it.
@@ -91,6 +97,7 @@ impl AgentSettings {
             protocol,
             request_timeout: Duration::from_secs(request_timeout_s),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            proposal_time: DEFAULT_PROPOSAL_TIME,
             max_turns: 24,
             max_tokens_per_proposal: 200_000,
             token_budget,

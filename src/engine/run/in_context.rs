@@ -6,7 +6,7 @@ use super::ledger_sync::sync_ledger;
 use super::options::RunOptions;
 use super::proposal_loop::Loop;
 use super::proposers::{make_proposer, resolve_proposer};
-use super::report::{RunReport, final_measurement};
+use super::report::{ModelUse, RunReport, final_measurement};
 use super::warm_start::warm_start;
 use crate::engine::evaluate::{Evaluator, base_job};
 use crate::engine::remote::{NoTargetLeft, Pool, VerifyOn};
@@ -185,6 +185,14 @@ async fn report(
         best_entry: best.as_ref().map(|b| b.id),
         best_commit: best.map(|b| b.commit_sha),
         simulation: Some(r.fingerprint.simulation.clone()).filter(|s| !s.is_empty()),
+        model: match run_row.usage.requests {
+            0 => None,
+            requests => Some(ModelUse {
+                requests,
+                tokens: run_row.usage.tokens,
+                minutes: store.model_minutes(at.run_id).await?,
+            }),
+        },
     })
 }
 

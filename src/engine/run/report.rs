@@ -42,6 +42,16 @@ pub struct RunReport {
     /// The sha256 of the cache a simulated run replayed (`run --simulate`): its figures are
     /// recorded samples, not measurements. `None` for a measured run.
     pub simulation: Option<String>,
+    /// What the model cost, for a run whose proposals came from one.
+    pub model: Option<ModelUse>,
+}
+
+/// A run's model requests, tokens and minutes spent waiting for replies.
+#[derive(Debug, Serialize)]
+pub struct ModelUse {
+    pub requests: i64,
+    pub tokens: i64,
+    pub minutes: f64,
 }
 
 /// `x` over `base` in the metric's direction, as a factor (2.0 = twice as good).

@@ -158,6 +158,17 @@ impl Store {
         Ok(out)
     }
 
+    /// Minutes a run's candidates spent waiting for the model.
+    pub async fn model_minutes(&self, run_id: i64) -> Result<f64> {
+        let ms: i64 = sqlx::query_scalar(
+            "SELECT CAST(COALESCE(SUM(model_latency_ms), 0) AS BIGINT) FROM candidates WHERE run_id = $1",
+        )
+        .bind(run_id)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(ms as f64 / 60_000.0)
+    }
+
     /// Candidates already recorded for a run.
     pub async fn candidates_in_run(&self, run_id: i64) -> Result<i64> {
         Ok(
