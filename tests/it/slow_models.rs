@@ -197,3 +197,33 @@ fn a_proposal_cut_by_its_wall_clock_limit_submits_the_last_passing_version() {
     assert_eq!(history[0]["model_tokens_per_accepted"], 240.0, "{history}");
     assert!(history[0]["model_minutes_per_accepted"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn no_prompt_passes_the_window_older_turns_are_summarised_before_it() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let read = || tool("read_file", json!({ "path": "kernel.c" }));
+    let mut script: Vec<_> = (0..8).map(|_| read()).collect();
+    script.push(tool(
+        "write_file",
+        json!({ "path": "params.h", "content": "#define PAD_PERMILLE 0\n" }),
+    ));
+    script.push(tool("submit", json!({ "rationale": "no wasted steps" })));
+    let (url, fake) = serve(script);
+    let report = agent_run(&env, &url, &task, &[WINDOW, "3500"]);
+    assert_eq!(report["accepted"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 10);
+    // The window less a tenth, less the reply's room (1,024 tokens) and 100 tokens of the
+    // request's own, at 3 characters a token.
+    let most = (3_150 - 1_024 - 100) * 3;
+    for (k, s) in seen.iter().enumerate() {
+        assert!(s.raw.len() <= most, "request {k}: {} chars", s.raw.len());
+        assert_eq!(s.body["max_tokens"], 1024);
+    }
+    assert!(
+        seen.iter()
+            .any(|s| s.raw.contains("were summarised to keep the prompt within")),
+        "older turns were never summarised"
+    );
+}

@@ -91,7 +91,12 @@ pub struct ModelClient {
     /// Prompt tokens per second the server last reported (llama.cpp's `timings`): with it,
     /// a long prompt gets the time it needs before its first token.
     prompt_speed: std::sync::Mutex<Option<f64>>,
+    /// Set once the server turned out to have no `/tokenize`.
+    no_tokenize: std::sync::atomic::AtomicBool,
 }
+
+/// How long a token count may take before the estimate is used instead.
+const TOKENIZE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Characters per token assumed when sizing a wait: fewer than most tokenizers manage on code,
 /// so the wait errs long.
@@ -150,7 +155,43 @@ impl ModelClient {
             limits: stream::Limits { first_byte, idle },
             model: model.to_string(),
             prompt_speed: std::sync::Mutex::new(None),
+            no_tokenize: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// The server's own count of `text`'s tokens (llama.cpp's `/tokenize`, beside `/v1`);
+    /// `None` where it has none (asked once per run) or does not answer in time.
+    pub async fn count_tokens(&self, text: &str) -> Option<u64> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.no_tokenize.load(Relaxed) {
+            return None;
+        }
+        let root = self.base_url.trim_end_matches("/v1");
+        let mut req = self
+            .http
+            .post(format!("{root}/tokenize"))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(serde_json::json!({ "content": text }).to_string());
+        if let Some(key) = self.api_key.as_deref().filter(|k| !k.is_empty()) {
+            req = req.bearer_auth(key);
+        }
+        let counted = async {
+            let resp = req.send().await.ok()?;
+            if !resp.status().is_success() {
+                self.no_tokenize.store(true, Relaxed);
+                return None;
+            }
+            let v: Value = serde_json::from_str(&resp.text().await.ok()?).ok()?;
+            let n = v.get("tokens").and_then(Value::as_array).map(Vec::len);
+            if n.is_none() {
+                self.no_tokenize.store(true, Relaxed);
+            }
+            n.map(|n| n as u64)
+        };
+        tokio::time::timeout(TOKENIZE_TIMEOUT, counted)
+            .await
+            .ok()
+            .flatten()
     }
 
     /// The limits for one request: the first-byte limit stretched to twice the time the

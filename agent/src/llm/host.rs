@@ -91,6 +91,8 @@ pub struct Limits {
     pub reply_tokens: Option<u64>,
     /// Wall-clock time one proposal may take, requests and builds together.
     pub wall: std::time::Duration,
+    /// The model's context window in tokens, when known: no prompt is sent past it.
+    pub window: Option<u64>,
 }
 
 /// How a proposal attempt ended.

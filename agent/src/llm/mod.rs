@@ -9,6 +9,7 @@ mod session;
 mod stream;
 mod tools;
 mod watchdog;
+mod window;
 
 pub use client::{ModelClient, ModelError, Reply, ToolCall};
 pub use edits::{TextEdit, TextReply, parse_text_reply};

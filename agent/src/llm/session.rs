@@ -11,15 +11,10 @@ use super::emitted::calls_in_text;
 use super::host::{Cancel, Limits, Outcome, Prompts, Protocol, ToolHost};
 use super::tools::{Step, replace_once, resolve_path, run_tool, tool_names, tool_specs};
 use super::watchdog::{self, Action, Turn, Watchdog};
+use super::window;
 use crate::{Params, ProposedChange, Usage};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-
-/// Tool results longer than this are elided from older turns: the model can read again, and the
-/// conversation does not resend a whole file on every turn.
-const STALE_RESULT_CHARS: usize = 2_000;
-/// Messages at the end of the conversation always kept whole.
-const RECENT_MESSAGES: usize = 4;
 
 /// The state of one conversation.
 struct Conversation<'a> {
@@ -41,20 +36,6 @@ struct Conversation<'a> {
     last_passing: Option<BTreeMap<String, String>>,
     /// The text of the last reply, to notice the same reply again.
     last_reply: Option<String>,
-}
-
-/// Lines of a cut reply kept in the conversation: enough to show what it was doing.
-const CUT_KEPT_LINES: usize = 20;
-
-/// A cut reply as the conversation keeps it: its first lines and a sentence saying why the rest
-/// is gone, so a reply that ran to the cap is not fed back whole on every later turn.
-fn cut_short(text: &str, cut: Cut) -> String {
-    let kept: Vec<&str> = text.lines().take(CUT_KEPT_LINES).collect();
-    format!(
-        "{}\n[polymorph cut this reply here: {}; the rest is not kept]",
-        kept.join("\n"),
-        cut.said()
-    )
 }
 
 impl Conversation<'_> {
@@ -121,24 +102,37 @@ impl Conversation<'_> {
         self.last_error = None;
     }
 
-    /// Replaces long tool results of older turns with a line saying so.
-    fn elide_stale_results(&mut self) {
-        let keep_from = self.messages.len().saturating_sub(RECENT_MESSAGES);
-        for m in self.messages.iter_mut().take(keep_from).skip(2) {
-            let long = m["content"]
-                .as_str()
-                .is_some_and(|c| c.len() > STALE_RESULT_CHARS);
-            if m["role"] == "tool" && long {
-                m["content"] = json!(
-                    "(a long result of an earlier turn, elided; call the tool again if you need it)"
-                );
+    /// Keeps the prompt within the model's window: long results of older turns elided, and,
+    /// when it would still fill the window, the older turns summarised (down to the last two
+    /// messages if need be). Sized by the server's count where it has one.
+    async fn fit(&mut self, body: &Value) {
+        window::elide_stale_results(&mut self.messages);
+        let Some(w) = self.limits.window else {
+            return;
+        };
+        let budget = window::budget(w, self.limits.reply_tokens);
+        for keep in [window::RECENT_MESSAGES, 2] {
+            let mut sized = body.clone();
+            sized["messages"] = json!(self.messages);
+            if window::estimate(&sized) <= budget
+                || self
+                    .client
+                    .count_tokens(&sized.to_string())
+                    .await
+                    .is_some_and(|n| n <= budget)
+            {
+                return;
+            }
+            let prompts = self.prompts;
+            let wrap = |t: &str| json!({ "role": "user", "content": prompts.feedback.replace("{{message}}", t) });
+            if window::summarise(&mut self.messages, keep, wrap) {
+                tracing::info!(keep, "older turns summarised to fit the context window");
             }
         }
     }
 
     async fn request(&mut self) -> Result<Reply, ModelError> {
-        self.elide_stale_results();
-        let mut body = json!({ "messages": self.messages, "temperature": self.limits.temperature });
+        let mut body = json!({ "temperature": self.limits.temperature });
         if let Some(n) = self.limits.reply_tokens {
             body["max_tokens"] = json!(n);
         }
@@ -146,6 +140,8 @@ impl Conversation<'_> {
             body["tools"] = tool_specs(self.with_params);
             body["tool_choice"] = json!("auto");
         }
+        self.fit(&body).await;
+        body["messages"] = json!(self.messages);
         let reply = self.client.chat(&body, self.api_key, self.cancel).await?;
         self.usage.prompt_tokens += reply.prompt_tokens;
         self.usage.completion_tokens += reply.completion_tokens;
@@ -358,7 +354,7 @@ impl Conversation<'_> {
         let mut assistant = reply.message.clone();
         assistant["role"] = json!("assistant");
         if let (Some(cut), Some(text)) = (reply.cut, reply.content.as_deref()) {
-            assistant["content"] = json!(cut_short(text, cut));
+            assistant["content"] = json!(window::cut_short(text, cut));
         }
         self.messages.push(assistant);
         if !reply.tool_calls.is_empty() {
@@ -475,14 +471,9 @@ pub async fn propose(
         let reply = match requested {
             Ok(r) => r,
             Err(ModelError::ContextLength(msg)) if !shortened && c.messages.len() > 4 => {
-                // Keep the system and task prompts and the latest exchange; drop the middle.
                 tracing::warn!("{msg}; dropping older turns");
-                let tail = c.messages.split_off(c.messages.len() - 2);
-                c.messages.truncate(2);
                 let m = c.feedback("Earlier turns were dropped to fit the context window; the working tree keeps your edits.");
-                c.messages.push(m);
-                c.messages
-                    .extend(tail.into_iter().filter(|m| m["role"] != "tool"));
+                window::drop_middle(&mut c.messages, m);
                 shortened = true;
                 continue;
             }

@@ -66,6 +66,7 @@ async fn converse(
         temperature: st.temperature,
         reply_tokens: window.map(|w| reply_cap(&ctx.incumbent_files, w)),
         wall: st.proposal_time,
+        window,
     };
     let with_params = shared.task.params.is_some();
     let outcome = llm::propose(
