@@ -227,3 +227,29 @@ fn no_prompt_passes_the_window_older_turns_are_summarised_before_it() {
         "older turns were never summarised"
     );
 }
+
+#[test]
+fn a_server_silent_past_the_first_token_limit_gets_twice_as_long_on_the_retry() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // Three seconds before anything, against a two-second limit: the retry waits four.
+    let silent = |reply: String| (HEAD.to_string(), Duration::from_secs(3), reply);
+    let (url, raw) = raw_server(vec![
+        silent(call("write_file", WRITE)),
+        silent(call("write_file", WRITE)),
+        now(call("submit", SUBMIT)),
+    ]);
+    let report = agent_run(
+        &env,
+        &url,
+        &task,
+        &[WINDOW, "8192", "--request-timeout", "2"],
+    );
+    assert_eq!(report["accepted"], 1, "{report}");
+    assert_eq!(raw.requests.load(Ordering::SeqCst), 3);
+    assert_eq!(
+        raw.hung_up.load(Ordering::SeqCst),
+        1,
+        "only the first wait was too short"
+    );
+}

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 const MAX_ATTEMPTS: u32 = 6;
 /// First backoff; doubled each retry, plus up to as much again of jitter.
 const BACKOFF_START: Duration = Duration::from_millis(200);
+/// The first-byte limit doubles after each attempt that got nothing, up to this many times it.
+const MAX_STRETCH: u32 = 8;
 /// Longest `Retry-After` honoured; a longer one is waited this long.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
@@ -237,8 +239,11 @@ impl ModelClient {
         let started = Instant::now();
         let mut last = String::new();
         let mut backoff = BACKOFF_START;
+        let mut stretch = 1;
         for attempt in 1..=MAX_ATTEMPTS {
-            let sent = stream::attempt(&self.http, &url, api_key, &body, self.limits_for(&body));
+            let mut limits = self.limits_for(&body);
+            limits.first_byte *= stretch;
+            let sent = stream::attempt(&self.http, &url, api_key, &body, limits);
             let result = tokio::select! {
                 r = sent => r,
                 () = cancelled(cancel) => return Err(ModelError::Cancelled),
@@ -285,6 +290,13 @@ impl ModelClient {
                     last = format!("{code}: {msg}");
                 }
                 Err(AttemptError::Transient(e)) => last = redact(&e, api_key),
+                Err(AttemptError::Silent(e)) => {
+                    // A server that says nothing may be slow rather than hung (a one-slot CPU
+                    // server still busy with the abandoned request, a reply buffered whole):
+                    // the next attempt waits twice as long.
+                    stretch = (stretch * 2).min(MAX_STRETCH);
+                    last = redact(&e, api_key);
+                }
             }
             if attempt < MAX_ATTEMPTS {
                 tracing::warn!(attempt, error = %last, "model request failed; retrying");

@@ -23,8 +23,11 @@ pub enum AttemptError {
         retry_after: Option<u64>,
         message: String,
     },
-    /// No answer in time, a dropped connection, a truncated or unreadable body.
+    /// A dropped connection, a stalled stream, a truncated or unreadable body.
     Transient(String),
+    /// Nothing generated within the first-byte limit: a hung server, or a slow one reading a
+    /// long prompt (or writing a whole reply before it sends any of it).
+    Silent(String),
 }
 
 /// The time limits of one attempt.
@@ -63,7 +66,7 @@ pub async fn attempt(
         req = req.bearer_auth(key);
     }
     let no_answer = || {
-        AttemptError::Transient(format!(
+        AttemptError::Silent(format!(
             "no answer within {}s",
             limits.first_byte.as_secs_f64()
         ))
@@ -92,11 +95,17 @@ pub async fn attempt(
             limits.first_byte.saturating_sub(started.elapsed())
         };
         let chunk = timeout(limit, resp.chunk()).await.map_err(|_| {
-            AttemptError::Transient(if events.generating {
-                format!("the stream stalled for {}s", limits.idle.as_secs_f64())
+            if events.generating {
+                AttemptError::Transient(format!(
+                    "the stream stalled for {}s",
+                    limits.idle.as_secs_f64()
+                ))
             } else {
-                format!("no token within {}s", limits.first_byte.as_secs_f64())
-            })
+                AttemptError::Silent(format!(
+                    "no token within {}s",
+                    limits.first_byte.as_secs_f64()
+                ))
+            }
         })?;
         let chunk =
             chunk.map_err(|e| AttemptError::Transient(format!("reading the stream: {e}")))?;

@@ -17,7 +17,7 @@ use sandbox::{CancelFlag, FileTree};
 
 /// The controller's own harness, for `--verify-on controller`, with the incumbent built here.
 pub struct Here<'a> {
-    pub harness: Box<Harness<'a>>,
+    harness: Box<Harness<'a>>,
     incumbent: Option<Built>,
 }
 
