@@ -62,6 +62,34 @@ fn placeholder_arguments_are_nudged_then_the_text_protocol_takes_over() {
 }
 
 #[test]
+fn the_next_proposal_starts_in_the_protocol_the_model_last_submitted_in() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let placeholder = json!({ "path": "kernel.c", "old": "old", "new": "new" });
+    let second = "params.h\n<<<<<<< SEARCH\n#define PAD_PERMILLE 0\n=======\n#define PAD_PERMILLE 0 /* none */\n>>>>>>> REPLACE\nSUBMIT: a comment\n";
+    let (url, fake) = serve(vec![
+        tool("replace_text", placeholder.clone()),
+        tool("replace_text", placeholder),
+        text(EDIT),
+        // The second proposal: asked in the text protocol at once, no tools offered.
+        text(second),
+    ]);
+    let report = agent(&env, &url, &task, &["--budget", "2"]);
+    assert_eq!(report["candidates"], 2, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(
+        seen.len(),
+        4,
+        "no request of the second proposal went to tools"
+    );
+    assert!(seen[3].body.get("tools").is_none());
+    let system = seen[3].body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("<<<<<<< SEARCH"), "{system}");
+    drop(seen);
+    assert_eq!(candidate(&env)["agent_protocol"], "text");
+}
+
+#[test]
 fn empty_replies_end_the_proposal_early_after_every_protocol() {
     let env = Env::new();
     let task = env.task("spin");

@@ -105,4 +105,6 @@ pub struct Outcome {
     pub usage: Usage,
     /// How it ended, for the log and the candidate's note.
     pub ended: String,
+    /// The protocol the conversation was in when it ended.
+    pub protocol: Protocol,
 }

@@ -63,6 +63,7 @@ impl Conversation<'_> {
             rationale,
             usage: std::mem::take(&mut self.usage),
             ended,
+            protocol: self.protocol,
         }
     }
 

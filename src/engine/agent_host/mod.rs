@@ -10,7 +10,7 @@ mod settings;
 pub use settings::{AgentSettings, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, keep_api_key};
 
 use crate::task::{Task, Workload};
-use agent::llm::{self, Limits, ModelClient, Prompts};
+use agent::llm::{self, Limits, ModelClient, Prompts, Protocol};
 use agent::{AgentError, Proposal, ProposalContext, ProposedChange, Proposer};
 use anyhow::Result;
 use prompts::prompts;
@@ -39,14 +39,15 @@ fn reply_cap(files: &BTreeMap<String, String>, window: u64) -> u64 {
         .max(MIN_REPLY_TOKENS)
         .min(window / 2)
 }
-/// One conversation: a scratch copy of the incumbent, the model, and what came of it.
+/// One conversation, started in `protocol`: a scratch copy of the incumbent, the model, and
+/// what came of it, with the protocol the model submitted in (none when it did not).
 async fn converse(
     shared: Arc<Shared>,
     ctx: Arc<ProposalContext>,
     prompts: Arc<Prompts>,
-    max_tokens: u64,
-    window: Option<u64>,
-) -> Result<Proposal, AgentError> {
+    (max_tokens, window): (u64, Option<u64>),
+    protocol: Protocol,
+) -> Result<(Proposal, Option<Protocol>), AgentError> {
     let mut tree = shared.source.clone();
     for (p, c) in &ctx.incumbent_files {
         if let Ok(p) = RelPath::new(p) {
@@ -74,7 +75,7 @@ async fn converse(
         st.api_key.as_deref(),
         &mut scratch,
         &prompts,
-        st.protocol,
+        protocol,
         &limits,
         with_params,
         &shared.cancel,
@@ -83,6 +84,7 @@ async fn converse(
     .map_err(|e| AgentError::Model(e.to_string()))?;
     let mut usage = outcome.usage;
     usage.process_ms = scratch.process_time.as_millis() as u64;
+    let submitted_in = (outcome.ended == "submitted").then_some(outcome.protocol);
     // A conversation that ends without a submission is still recorded, as an empty change.
     let (change, note) = match outcome.change {
         Some(c) if outcome.ended == "submitted" => (c, outcome.rationale),
@@ -92,7 +94,7 @@ async fn converse(
             format!("the agent did not submit: {}", outcome.ended),
         ),
     };
-    Ok(Proposal {
+    let proposal = Proposal {
         change,
         note: Some(note).filter(|n| !n.is_empty()),
         origin: agent::Origin::Agent {
@@ -100,7 +102,8 @@ async fn converse(
         },
         usage: Some(usage),
         screen_only: false,
-    })
+    };
+    Ok((proposal, submitted_in))
 }
 
 pub struct AgentProposer {
@@ -110,6 +113,9 @@ pub struct AgentProposer {
     queue: VecDeque<Proposal>,
     /// The context window, once known (`Some(None)`: asked, and nobody said).
     window: Option<Option<u64>>,
+    /// The protocol conversations start in: the one the model last submitted in, so a model
+    /// that could not follow tool calling does not fail at it again in every proposal.
+    protocol: Protocol,
 }
 
 impl AgentProposer {
@@ -129,6 +135,7 @@ impl AgentProposer {
             settings.request_timeout,
             settings.idle_timeout,
         )?;
+        let settings_protocol = settings.protocol;
         let shared = Shared {
             settings,
             client,
@@ -144,6 +151,7 @@ impl AgentProposer {
             used_tokens: 0,
             queue: VecDeque::new(),
             window: None,
+            protocol: settings_protocol,
         })
     }
 }
@@ -195,15 +203,22 @@ impl Proposer for AgentProposer {
                     Arc::clone(&self.shared),
                     Arc::clone(&ctx),
                     Arc::clone(&prompts),
-                    max_tokens,
-                    self.window.flatten(),
+                    (max_tokens, self.window.flatten()),
+                    self.protocol,
                 ))
             })
             .collect();
         let mut last_error = None;
         for t in tasks {
             match t.await {
-                Ok(Ok(p)) => {
+                Ok(Ok((p, submitted_in))) => {
+                    if let Some(pr) = submitted_in.filter(|pr| *pr != self.protocol) {
+                        tracing::info!(
+                            "the model submitted in the {} protocol; later proposals start there",
+                            pr.as_str()
+                        );
+                        self.protocol = pr;
+                    }
                     self.used_tokens += p
                         .usage
                         .as_ref()
