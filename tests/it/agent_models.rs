@@ -238,3 +238,15 @@ fn sigterm_abandons_a_request_in_flight_and_the_run_resumes() {
     assert_eq!(counts[0]["c"], 0, "nothing half-done was recorded");
     assert_eq!(counts[0]["s"], "interrupted");
 }
+
+#[test]
+fn a_whole_file_reply_without_its_path_line_is_the_file_its_fence_names() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // A habit of the 0.5B model: the file in a fenced block, no path line before it.
+    let (url, fake) = serve(vec![text("```h\n#define PAD_PERMILLE 0\n```\n")]);
+    let report = agent(&env, &url, &task, &["--agent-protocol", "whole-file"]);
+    assert_eq!(report["accepted"], 1, "{report}");
+    assert_eq!(fake.seen.lock().unwrap().len(), 1);
+    assert_eq!(candidate(&env)["agent_protocol"], "whole-file");
+}

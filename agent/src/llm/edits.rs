@@ -119,6 +119,57 @@ pub fn parse_text_reply(text: &str, known: &[String]) -> TextReply {
     out
 }
 
+/// File extensions a fence's language tag stands for.
+fn extensions(tag: &str) -> &'static [&'static str] {
+    match tag.to_ascii_lowercase().as_str() {
+        "c" => &["c"],
+        "cpp" | "c++" | "cxx" => &["cpp", "cc", "cxx"],
+        "cuda" | "cu" => &["cu"],
+        "h" | "hpp" => &["h", "hpp"],
+        "python" | "py" => &["py"],
+        "json" => &["json"],
+        "toml" => &["toml"],
+        "yaml" | "yml" => &["yaml", "yml"],
+        "sh" | "bash" => &["sh"],
+        _ => &[],
+    }
+}
+
+/// `parse_text_reply`, and, when the reply named no file, its first fenced block as the whole
+/// of the one file of `unnamed_into` its language tag can stand for (in the whole-file protocol,
+/// a small model writes ```c and the file, forgetting the path line; the session passes the
+/// editable files then, and none elsewhere, where an unnamed block is a quotation).
+pub fn parse_reply_in(text: &str, known: &[String], unnamed_into: &[&String]) -> TextReply {
+    let mut out = parse_text_reply(text, known);
+    if !out.edits.is_empty() {
+        return out;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(open) = lines.iter().position(|l| l.trim().starts_with("```")) else {
+        return out;
+    };
+    let exts = extensions(lines[open].trim().trim_start_matches('`').trim());
+    let mut named = unnamed_into.iter().filter(|k| {
+        let ext = k.rsplit_once('.').map_or("", |(_, e)| e);
+        exts.contains(&ext)
+    });
+    let (Some(path), None) = (named.next(), named.next()) else {
+        return out;
+    };
+    let Some(close) = lines[open + 1..]
+        .iter()
+        .position(|l| l.trim().starts_with("```"))
+    else {
+        return out;
+    };
+    let body = &lines[open + 1..open + 1 + close];
+    out.edits.push(TextEdit::WholeFile {
+        path: path.to_string(),
+        content: format!("{}\n", body.join("\n")),
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +207,28 @@ mod tests {
         assert_eq!(r.submit.as_deref(), Some("smaller tiles"));
         let quoted = parse_text_reply("Here is an idea:\n```c\nint x;\n```\n", &known);
         assert!(quoted.edits.is_empty());
+    }
+
+    #[test]
+    fn an_unnamed_block_is_the_one_file_its_tag_stands_for_only_in_whole_file_mode() {
+        let known = vec!["kernel.c".to_string(), "params.h".to_string()];
+        let editable: Vec<&String> = known.iter().collect();
+        let reply = "```c\n#include \"kernel.h\"\nvoid k(void) {}\n```\n";
+        let r = parse_reply_in(reply, &known, &editable);
+        assert_eq!(
+            r.edits,
+            vec![TextEdit::WholeFile {
+                path: "kernel.c".into(),
+                content: "#include \"kernel.h\"\nvoid k(void) {}\n".into()
+            }]
+        );
+        assert!(parse_reply_in(reply, &known, &[]).edits.is_empty());
+        // A tag that stands for no file, or for two, is no edit.
+        let two = vec!["a.c".to_string(), "b.c".to_string()];
+        let both: Vec<&String> = two.iter().collect();
+        assert!(parse_reply_in(reply, &two, &both).edits.is_empty());
+        let json = "```json\n{}\n```\n";
+        assert!(parse_reply_in(json, &known, &editable).edits.is_empty());
     }
 
     #[test]

@@ -70,6 +70,11 @@ impl Protocol {
         }
     }
 
+    /// How many simpler protocols a conversation in this one can still fall back to.
+    pub(super) fn fallbacks(self, whole_files: bool) -> usize {
+        std::iter::successors(self.fallback(whole_files), |p| p.fallback(whole_files)).count()
+    }
+
     /// The next, simpler protocol; whole files only when the host can show them.
     pub(super) fn fallback(self, whole_files: bool) -> Option<Protocol> {
         match self {

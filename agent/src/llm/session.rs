@@ -6,7 +6,7 @@
 //! last version that built and passed is submitted rather than thrown away.
 
 use super::client::{Cut, ModelClient, ModelError, Reply, ToolCall};
-use super::edits::{TextEdit, parse_text_reply};
+use super::edits::{TextEdit, parse_reply_in};
 use super::emitted::calls_in_text;
 use super::host::{Cancel, Limits, Outcome, Prompts, Protocol, ToolHost};
 use super::tools::{Step, replace_once, resolve_path, run_tool, tool_names, tool_specs};
@@ -224,7 +224,13 @@ impl Conversation<'_> {
     /// Applies a text-protocol reply: edits, then PARAMS, SUBMIT or BUILD; edits without any
     /// command are built and tested, and submitted when they pass.
     async fn handle_text(&mut self, reply: &str) -> TurnResult {
-        let parsed = parse_text_reply(reply, &self.host.list_files());
+        let files = self.host.list_files();
+        let whole = self.protocol == Protocol::WholeFile;
+        let editable: Vec<&String> = files
+            .iter()
+            .filter(|f| whole && self.host.is_editable(f))
+            .collect();
+        let parsed = parse_reply_in(reply, &files, &editable);
         let mut notes = parsed.malformed.clone();
         let mut changed = false;
         for edit in &parsed.edits {
@@ -406,17 +412,6 @@ impl Conversation<'_> {
     }
 }
 
-/// How many simpler protocols a conversation can still fall back to.
-fn fallbacks(protocol: Protocol, whole_files: bool) -> usize {
-    let mut n = 0;
-    let mut p = protocol;
-    while let Some(next) = p.fallback(whole_files) {
-        n += 1;
-        p = next;
-    }
-    n
-}
-
 /// Asks the model for one candidate.
 #[allow(clippy::too_many_arguments)]
 pub async fn propose(
@@ -444,7 +439,7 @@ pub async fn propose(
             model: client.model.clone(),
             ..Usage::default()
         },
-        watchdog: Watchdog::new(fallbacks(protocol, whole_files)),
+        watchdog: Watchdog::new(protocol.fallbacks(whole_files)),
         last_call: None,
         last_error: None,
         last_passing: None,
