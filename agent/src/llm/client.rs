@@ -100,9 +100,6 @@ pub struct ModelClient {
 /// How long a token count may take before the estimate is used instead.
 const TOKENIZE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Characters per token assumed when sizing a wait: fewer than most tokenizers manage on code,
-/// so the wait errs long.
-const CHARS_PER_TOKEN: f64 = 3.0;
 /// A prompt's expected reading time is multiplied by this before it counts as too slow.
 const SLOW_PROMPT_SLACK: f64 = 2.0;
 
@@ -203,7 +200,8 @@ impl ModelClient {
         let Some(speed) = speed.filter(|s| *s > 0.0) else {
             return self.limits;
         };
-        let tokens = body.to_string().len() as f64 / CHARS_PER_TOKEN;
+        // Fewer characters a token than tokenizers manage: the wait errs long.
+        let tokens = body.to_string().len() as f64 / super::window::CHARS_PER_TOKEN as f64;
         let reading = Duration::from_secs_f64((tokens / speed * SLOW_PROMPT_SLACK).min(86_400.0));
         stream::Limits {
             first_byte: self.limits.first_byte.max(reading),

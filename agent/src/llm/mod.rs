@@ -15,3 +15,4 @@ pub use client::{ModelClient, ModelError, Reply, ToolCall};
 pub use edits::{TextEdit, TextReply, parse_text_reply};
 pub use host::{BuildReport, Cancel, Limits, Outcome, Prompts, Protocol, ToolHost};
 pub use session::propose;
+pub use window::CHARS_PER_TOKEN;

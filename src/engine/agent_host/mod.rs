@@ -23,9 +23,6 @@ use std::time::Duration;
 /// The fewest tokens a reply may use: a whole small file, which a server's own default (often
 /// 512 tokens) cuts short.
 const MIN_REPLY_TOKENS: u64 = 1024;
-/// Characters per token assumed when sizing a reply: fewer than tokenizers manage on C, so a
-/// whole file fits.
-const CHARS_PER_TOKEN: u64 = 3;
 /// Tokens of prose and markup allowed around the largest file written whole.
 const REPLY_MARGIN: u64 = 256;
 
@@ -35,7 +32,8 @@ const REPLY_MARGIN: u64 = 256;
 /// rambling, not an edit, and costs minutes on a CPU server.
 fn reply_cap(files: &BTreeMap<String, String>, window: u64) -> u64 {
     let largest = files.values().map(String::len).max().unwrap_or(0) as u64;
-    (largest / CHARS_PER_TOKEN + REPLY_MARGIN)
+    // Fewer characters a token than tokenizers manage on C: a whole file fits.
+    (largest / llm::CHARS_PER_TOKEN as u64 + REPLY_MARGIN)
         .max(MIN_REPLY_TOKENS)
         .min(window / 2)
 }
