@@ -470,36 +470,21 @@ mod tests {
     }
 
     #[test]
-    fn a_case_past_the_declared_bound_is_quarantined_at_the_first_pair() {
-        let mut m = metric();
+    fn a_case_past_the_declared_bound_or_the_measured_limit_is_quarantined_at_once() {
+        let (mut m, s) = (metric(), settings());
         m.bound = Some(crate::measure::metric::Bound::Every(150.0));
-        let s = settings();
-        let judge = plain(&m, &s);
         // 1.6x the incumbent: far under the plausibility factor, past the machine's bound.
-        let reason = quarantined(judge.decide(&[(sample(100.0, 100.0), sample(160.0, 100.0))]));
-        assert!(
-            reason.contains("past the machine's bound: case a at 160.0000 x"),
-            "{reason}"
-        );
+        let pair = |c: f64| [(sample(100.0, 100.0), sample(c, 100.0))];
+        let reason = quarantined(plain(&m, &s).decide(&pair(160.0)));
+        assert!(reason.contains("past the machine's bound: case a at 160.0000 x"));
         // Under the bound the series goes on.
-        let under = judge.decide(&[(sample(100.0, 100.0), sample(140.0, 100.0))]);
-        assert_eq!(under, Decision::Continue);
-    }
-
-    #[test]
-    fn a_case_above_the_measured_limit_is_quarantined_at_once() {
-        let mut m = metric();
-        m.limit = Some("copy".into());
-        let s = settings();
-        let judge = plain(&m, &s);
+        assert_eq!(plain(&m, &s).decide(&pair(140.0)), Decision::Continue);
+        (m.bound, m.limit) = (None, Some("copy".into()));
         let mut fast = sample(130.0, 101.0);
         fast.limit = Some(120.0);
         let mut inc = sample(100.0, 100.0);
         inc.limit = Some(120.0);
-        let reason = quarantined(judge.decide(&[(inc, fast)]));
-        assert!(
-            reason.contains("case a at 130.0000 x, over the 120.0000 copy"),
-            "{reason}"
-        );
+        let reason = quarantined(plain(&m, &s).decide(&[(inc, fast)]));
+        assert!(reason.contains("case a at 130.0000 x, over the 120.0000 copy"));
     }
 }

@@ -478,18 +478,6 @@ fn target_options_without_their_target_are_refused_before_any_work() {
             vec!["--target", "k8s://x"],
             "expected local, slurm, slurm:PARTITION or ssh://",
         ),
-        (
-            vec!["--verify-on", "controller"],
-            "--verify-on is for remote targets",
-        ),
-        (
-            vec!["--target", "slurm", "--verify-on", "other-node"],
-            "--verify-on other-node needs two targets or more",
-        ),
-        (
-            vec!["--target", "slurm", "--verify-on", "elsewhere"],
-            "expected one of other-node, controller, same-node",
-        ),
     ] {
         env.cmd()
             .args(["run", t, "--budget", "1"])

@@ -168,3 +168,31 @@ fn with_two_targets_a_second_node_confirms_and_refuses_the_lie_of_the_first() {
     );
     assert_eq!(out.entries, 0);
 }
+
+#[test]
+fn verify_on_without_the_targets_it_needs_is_refused_before_any_work() {
+    let env = Env::new();
+    let task = env.task("spin");
+    for (args, says) in [
+        (
+            vec!["--verify-on", "controller"],
+            "--verify-on is for remote targets",
+        ),
+        (
+            vec!["--target", "slurm", "--verify-on", "other-node"],
+            "--verify-on other-node needs two targets or more",
+        ),
+        (
+            vec!["--target", "slurm", "--verify-on", "elsewhere"],
+            "expected one of other-node, controller, same-node",
+        ),
+    ] {
+        env.cmd()
+            .args(["run", task.to_str().unwrap(), "--budget", "1"])
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+    }
+    assert!(!env.db().exists(), "nothing was started");
+}

@@ -17,6 +17,7 @@ mod lying_worker;
 mod objective;
 mod polymorphic;
 mod postgres;
+mod postgres_query;
 mod resume;
 mod review;
 mod run_cli;

@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 const MAX_ATTEMPTS: u32 = 6;
 /// First backoff; doubled each retry, plus up to as much again of jitter.
 const BACKOFF_START: Duration = Duration::from_millis(200);
+/// Characters per token assumed by the estimate: fewer than tokenizers manage on code and
+/// prose, so an estimated prompt is never smaller than the real one.
+pub const CHARS_PER_TOKEN: usize = 3;
 /// The first-byte limit doubles after each attempt that got nothing, up to this many times it.
 const MAX_STRETCH: u32 = 8;
 /// Longest `Retry-After` honoured; a longer one is waited this long.
@@ -201,7 +204,7 @@ impl ModelClient {
             return self.limits;
         };
         // Fewer characters a token than tokenizers manage: the wait errs long.
-        let tokens = body.to_string().len() as f64 / super::window::CHARS_PER_TOKEN as f64;
+        let tokens = body.to_string().len() as f64 / CHARS_PER_TOKEN as f64;
         let reading = Duration::from_secs_f64((tokens / speed * SLOW_PROMPT_SLACK).min(86_400.0));
         stream::Limits {
             first_byte: self.limits.first_byte.max(reading),

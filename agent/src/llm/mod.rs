@@ -11,8 +11,7 @@ mod tools;
 mod watchdog;
 mod window;
 
-pub use client::{ModelClient, ModelError, Reply, ToolCall};
+pub use client::{CHARS_PER_TOKEN, ModelClient, ModelError, Reply, ToolCall};
 pub use edits::{TextEdit, TextReply, parse_text_reply};
 pub use host::{BuildReport, Cancel, Limits, Outcome, Prompts, Protocol, ToolHost};
 pub use session::propose;
-pub use window::CHARS_PER_TOKEN;

@@ -6,12 +6,9 @@
 //! server's count where it offers one (llama.cpp's `/tokenize`), else a conservative estimate.
 //! A reply cut short is kept as its first lines and a sentence, never whole.
 
-use super::client::Cut;
+use super::client::{CHARS_PER_TOKEN, Cut};
 use serde_json::{Value, json};
 
-/// Characters per token assumed by the estimate: fewer than tokenizers manage on code and
-/// prose, so an estimated prompt is never smaller than the real one.
-pub const CHARS_PER_TOKEN: usize = 3;
 /// Tool results longer than this are elided from older turns.
 const STALE_RESULT_CHARS: usize = 2_000;
 /// Messages at the end of the conversation always kept whole.
