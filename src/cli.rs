@@ -338,6 +338,9 @@ pub struct SetupArgs {
     /// The Python interpreter the environment is made with.
     #[arg(long, default_value = "python3")]
     pub python: String,
+    /// The npm that installs a task's locked Node.js packages.
+    #[arg(long, default_value = "npm")]
+    pub npm: String,
     /// Make the environment again even when it is complete.
     #[arg(long)]
     pub force: bool,

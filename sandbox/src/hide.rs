@@ -2,7 +2,7 @@
 //! `$HOME`), where ssh keys, cloud credentials, `.pgpass` and `.netrc` live. Each is covered by
 //! an empty tmpfs; what the command needs from under them is bound back read-only: the
 //! directories of its `PATH` that lie there (`~/.local/bin`; for a Python virtual environment's
-//! `bin`, the whole environment), and the installation a symlink in them points to (a venv's
+//! `bin`, the whole environment, and so for a Node.js install's), and the installation a symlink in them points to (a venv's
 //! `python` -> `~/.pyenv/versions/3.11.7`).
 
 use std::collections::HashMap;
@@ -85,11 +85,13 @@ fn exposed(hidden: &[&PathBuf], path_var: &str) -> Vec<PathBuf> {
             continue;
         }
         // A Python virtual environment's `bin` needs the environment around it (its
-        // `pyvenv.cfg` and `lib/`); any other directory is bound alone (`~/.cargo/bin`, not the
-        // `~/.cargo` that holds a registry token).
-        let venv = dir
-            .parent()
-            .filter(|p| dir.ends_with("bin") && p.join("pyvenv.cfg").is_file());
+        // `pyvenv.cfg` and `lib/`), and a Node.js install's `bin` the `node_modules` beside it;
+        // any other directory is bound alone (`~/.cargo/bin`, not the `~/.cargo` that holds a
+        // registry token).
+        let venv = dir.parent().filter(|p| {
+            dir.ends_with("bin")
+                && (p.join("pyvenv.cfg").is_file() || p.join("node_modules").is_dir())
+        });
         out.push(venv.map_or_else(|| dir.clone(), Path::to_path_buf));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -124,18 +126,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn homes_are_hidden_and_a_venv_s_interpreter_bound_back() {
+    fn homes_are_hidden_and_a_venv_s_interpreter_and_a_node_install_bound_back() {
         let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let h = home.path();
         let mk = |p: &Path| std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
         mk(&h.join(".ssh"));
         mk(&h.join("py/3.11/bin"));
         mk(&h.join("venv/bin"));
+        mk(&h.join("npm/bin"));
+        mk(&h.join("npm/node_modules/node-llama-cpp"));
         std::fs::write(h.join("venv/pyvenv.cfg"), "").unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(h.join("py/3.11/bin/python3"), "").unwrap_or_else(|e| panic!("{e}"));
         std::os::unix::fs::symlink(h.join("py/3.11/bin/python3"), h.join("venv/bin/python3"))
             .unwrap_or_else(|e| panic!("{e}"));
-        let path = format!("{}:/usr/bin", h.join("venv/bin").display());
+        let path = format!(
+            "{}:{}:/usr/bin",
+            h.join("venv/bin").display(),
+            h.join("npm/bin").display()
+        );
         let home_dir = h.canonicalize().unwrap_or_else(|e| panic!("{e}"));
         let args = hiding_args(
             &[home_dir.clone(), PathBuf::from("/nonexistent")],
@@ -147,6 +155,9 @@ mod tests {
             [
                 "--tmpfs".to_string(),
                 home_dir.display().to_string(),
+                "--ro-bind".into(),
+                shown("npm"),
+                shown("npm"),
                 "--ro-bind".into(),
                 shown("py/3.11"),
                 shown("py/3.11"),

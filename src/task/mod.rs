@@ -2,7 +2,9 @@
 //! workload, model, harness), and a task resolved for a run. Imports `measure` only.
 
 pub mod context;
+mod files;
 mod judging;
+pub mod node;
 pub mod params;
 pub mod python;
 pub mod requires;
@@ -10,6 +12,7 @@ pub mod resolve;
 pub mod spec;
 
 pub use context::{Fingerprint, Workload};
+pub use node::NodeEnv;
 pub use params::ParamsSpec;
 pub use python::PythonEnv;
 pub use requires::Requirement;

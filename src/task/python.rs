@@ -13,6 +13,12 @@ const READY_FILE: &str = ".polymorph-ready";
 /// Hex digits of the requirements' hash in the environment's directory name.
 const HASH_LEN: usize = 12;
 
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPython {
+    pub(super) requirements: String,
+}
+
 /// A task's Python environment: its pinned packages and where they are installed.
 #[derive(Debug, Clone)]
 pub struct PythonEnv {
@@ -27,7 +33,7 @@ pub struct PythonEnv {
 
 /// Where polymorph keeps what it installs: `$POLYMORPH_CACHE`, else `$XDG_CACHE_HOME/polymorph`,
 /// else `~/.cache/polymorph`.
-fn cache_root() -> PathBuf {
+pub(super) fn cache_root() -> PathBuf {
     let var = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
@@ -97,8 +103,7 @@ impl PythonEnv {
 
     /// Whether every pinned package is installed.
     pub fn ready(&self) -> bool {
-        self.bin().join("python").exists()
-            && std::fs::read_to_string(self.dir.join(READY_FILE)).is_ok_and(|t| t == self.text)
+        self.bin().join("python").exists() && is_ready(&self.dir, &self.text)
     }
 
     /// `PATH` for the task's commands: the environment's bin, then `host`.
@@ -110,42 +115,61 @@ impl PythonEnv {
     /// beyond the pinned ones), in a scratch directory renamed into place at the end, so an
     /// interrupted install leaves nothing that looks ready. pip's output goes to stderr.
     pub fn install(&self, python: &str) -> Result<()> {
-        let parent = self.dir.parent().unwrap_or(Path::new("/"));
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))?;
-        let name = self.dir.file_name().unwrap_or_default().to_string_lossy();
-        let scratch = parent.join(format!("{name}.partial-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&scratch);
-        let run = |cmd: &mut Command, what: &str| -> Result<()> {
-            let status = cmd
-                .stdout(std::process::Stdio::inherit())
-                .status()
-                .with_context(|| format!("{what}: cannot start it"))?;
-            if !status.success() {
-                let _ = std::fs::remove_dir_all(&scratch);
-                bail!("{what} failed ({status}); see its output above");
-            }
-            Ok(())
-        };
-        run(
-            Command::new(python).args(["-m", "venv"]).arg(&scratch),
-            &format!("`{python} -m venv`"),
-        )?;
-        run(
-            Command::new(scratch.join("bin/python"))
-                .args(["-m", "pip", "install", "--no-deps", "--no-input"])
-                .args(["--disable-pip-version-check", "-r"])
-                .arg(&self.requirements),
-            "pip install",
-        )?;
-        std::fs::write(scratch.join(READY_FILE), &self.text)?;
-        if self.dir.exists() {
-            std::fs::remove_dir_all(&self.dir)
-                .with_context(|| format!("removing the unfinished {}", self.dir.display()))?;
-        }
-        std::fs::rename(&scratch, &self.dir)
-            .with_context(|| format!("moving the environment to {}", self.dir.display()))
+        install_fresh(&self.dir, &self.text, |scratch| {
+            run(
+                Command::new(python).args(["-m", "venv"]).arg(scratch),
+                &format!("`{python} -m venv`"),
+            )?;
+            run(
+                Command::new(scratch.join("bin/python"))
+                    .args(["-m", "pip", "install", "--no-deps", "--no-input"])
+                    .args(["--disable-pip-version-check", "-r"])
+                    .arg(&self.requirements),
+                "pip install",
+            )
+        })
     }
+}
+
+/// Runs an installer's step with its output on stderr; `what` names it when it fails.
+pub(super) fn run(cmd: &mut Command, what: &str) -> Result<()> {
+    let status = cmd
+        .stdout(std::process::Stdio::inherit())
+        .status()
+        .with_context(|| format!("{what}: cannot start it"))?;
+    if !status.success() {
+        bail!("{what} failed ({status}); see its output above");
+    }
+    Ok(())
+}
+
+/// Fills `dir` by `fill` in a scratch directory beside it, marks it ready with `text` and renames
+/// it into place: an interrupted install leaves nothing that looks ready.
+pub(super) fn install_fresh(
+    dir: &Path,
+    text: &str,
+    fill: impl FnOnce(&Path) -> Result<()>,
+) -> Result<()> {
+    let parent = dir.parent().unwrap_or(Path::new("/"));
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    let scratch = parent.join(format!("{name}.partial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    if let Err(e) = fill(&scratch) {
+        let _ = std::fs::remove_dir_all(&scratch);
+        return Err(e);
+    }
+    std::fs::write(scratch.join(READY_FILE), text)?;
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)
+            .with_context(|| format!("removing the unfinished {}", dir.display()))?;
+    }
+    std::fs::rename(&scratch, dir).with_context(|| format!("moving it to {}", dir.display()))
+}
+
+/// Whether `dir` was filled completely from `text` (see [`install_fresh`]).
+pub(super) fn is_ready(dir: &Path, text: &str) -> bool {
+    std::fs::read_to_string(dir.join(READY_FILE)).is_ok_and(|t| t == text)
 }
 
 #[cfg(test)]

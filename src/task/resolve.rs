@@ -35,6 +35,15 @@ impl Resolved {
                 py.dir.display()
             );
         }
+        if let Some(node) = self.task.node.as_ref().filter(|n| !n.ready()) {
+            bail!(
+                "task {} needs its Node.js packages ({}): run `polymorph setup {}` once to install them into {}",
+                self.task.name,
+                node.pins.join(", "),
+                self.task.dir.display(),
+                node.dir.display()
+            );
+        }
         if !lacking.is_empty() {
             bail!(
                 "task {} needs what this machine lacks: {}; run it on a machine that has them",

@@ -1,15 +1,17 @@
 //! Tasks: `task.toml` loaded and validated into a `Task`. Every error names the file, the field
 //! and what would fix it; nothing runs until a task loads cleanly.
 
+use super::files::{existing, globset};
 use super::judging::{RawJudge, judge};
+use super::node::{self, NodeEnv, RawNode};
 use super::params::{ParamsSpec, parse_params};
-use super::python::{self, PythonEnv};
+use super::python::{self, PythonEnv, RawPython};
 use super::requires::Requirement;
 use crate::measure::metric::Bound;
 use crate::measure::{Direction, JudgeSettings, Metric};
 use agent::Params;
 use anyhow::{Context as _, Result, bail};
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::GlobSet;
 use sandbox::{FileTree, RelPath};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -65,6 +67,8 @@ pub struct Task {
     pub requires: Vec<Requirement>,
     /// The pinned Python packages its commands use, installed by `polymorph setup`.
     pub python: Option<PythonEnv>,
+    /// The locked Node.js packages its commands use, installed by `polymorph setup`.
+    pub node: Option<NodeEnv>,
 }
 
 #[derive(Deserialize)]
@@ -86,12 +90,7 @@ struct RawTask {
     #[serde(default)]
     requires: Vec<String>,
     python: Option<RawPython>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPython {
-    requirements: String,
+    node: Option<RawNode>,
 }
 
 #[derive(Deserialize)]
@@ -147,17 +146,6 @@ struct RawContext {
     #[serde(default)]
     model: String,
     toolchain: Option<Vec<String>>,
-}
-
-fn globset(file: &Path, field: &str, globs: &[String]) -> Result<GlobSet> {
-    let mut b = GlobSetBuilder::new();
-    for g in globs {
-        let glob =
-            Glob::new(g).with_context(|| format!("{}: {field}: bad glob {g:?}", file.display()))?;
-        b.add(glob);
-    }
-    b.build()
-        .with_context(|| format!("{}: {field}", file.display()))
 }
 
 /// Names that must never reach a task's commands, even when a task asks for them.
@@ -237,6 +225,10 @@ impl Task {
             Some(p) => Some(python::parse(&dir, &raw.name, file, &p.requirements)?),
             None => None,
         };
+        let node = match &raw.node {
+            Some(n) => Some(node::parse(&dir, &raw.name, file, n)?),
+            None => None,
+        };
         let cmds = commands(file, raw.commands)?;
         Ok(Task {
             name: raw.name,
@@ -266,15 +258,21 @@ impl Task {
                 .unwrap_or_else(|| vec![DEFAULT_TOOLCHAIN.to_string()]),
             requires,
             python,
+            node,
             dir,
         })
     }
 
-    /// `PATH` for the task's commands and probes: its Python environment first, when it has one.
+    /// `PATH` for the task's commands and probes: its Python environment's and its Node.js
+    /// install's `bin` first, when it has them.
     pub fn path_var(&self, host: &str) -> String {
-        match &self.python {
-            Some(p) => p.path_var(host),
+        let node = match &self.node {
+            Some(n) => format!("{}:{host}", n.bin().display()),
             None => host.to_string(),
+        };
+        match &self.python {
+            Some(p) => p.path_var(&node),
+            None => node,
         }
     }
 
@@ -417,35 +415,6 @@ fn machine_bound(f: &str, raw: RawBound) -> Result<Bound> {
             Bound::Cases(out)
         }
     })
-}
-
-/// A path the task names under its directory, which must exist (a directory when `dir`).
-fn existing(
-    root: &Path,
-    file: &Path,
-    field: &str,
-    raw: Option<String>,
-    dir: bool,
-) -> Result<Option<RelPath>> {
-    let f = file.display();
-    let Some(raw) = raw else {
-        return Ok(None);
-    };
-    let p = RelPath::new(raw.trim_end_matches('/'))
-        .map_err(|e| anyhow::anyhow!("{f}: {field}: {e}"))?;
-    let abs = p.under(root);
-    let (ok, what) = if dir {
-        (abs.is_dir(), "directory")
-    } else {
-        (abs.is_file(), "file")
-    };
-    if !ok {
-        bail!(
-            "{f}: {field} = {raw:?}: no such {what} under {}",
-            root.display()
-        );
-    }
-    Ok(Some(p))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod docs;
 mod faults;
 mod gpu;
 mod layers;
+mod llm_serve;
 mod lying_worker;
 mod objective;
 mod polymorphic;

@@ -56,7 +56,7 @@ fn a_python_task_without_its_packages_says_what_to_install() {
 
 #[test]
 fn the_embedding_server_answers_a_short_trace_and_wrong_answers_fail() {
-    let env = Env::new();
+    let env = Env::alone();
     let task = env.task(TASK);
     let Some(python) = python(&env, &task) else {
         missing(

@@ -101,6 +101,15 @@ impl<'a> Spawned<'a> {
                 _ => (k, v),
             })
             .collect();
+        if !task.model.is_empty() {
+            base_env.push(("POLYMORPH_MODEL".into(), task.model.clone()));
+        }
+        if let Some(node) = &task.node {
+            base_env.push((
+                crate::task::node::MODULES_VAR.into(),
+                node.modules().display().to_string(),
+            ));
+        }
         if task.python.is_some() {
             // Bytecode caches written next to the sources would change the tree after the build.
             base_env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));

@@ -3,6 +3,7 @@
 //! engines tests start (sshd, Slurm, PostgreSQL), the scripted model server, replayed
 //! candidates, runs.db's invariants, and the tools a test may need.
 
+mod cores;
 pub mod engines;
 pub mod model_server;
 pub mod postgres;
@@ -18,6 +19,7 @@ use tempfile::TempDir;
 
 pub struct Env {
     pub dir: TempDir,
+    _cores: cores::Share,
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -44,6 +46,17 @@ impl Env {
     pub fn new() -> Env {
         Env {
             dir: tempfile::tempdir().unwrap(),
+            _cores: cores::Share::shared(),
+        }
+    }
+
+    /// An env for a test whose real servers use both cores for minutes (the embedding server,
+    /// the LLM server): it waits until no other test holds an env and runs alone, since side by
+    /// side they starve each other's traces past any SLO and the others' judges of their gains.
+    pub fn alone() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+            _cores: cores::Share::alone(),
         }
     }
 

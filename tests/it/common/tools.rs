@@ -1,5 +1,5 @@
 //! The tools some tests need beyond Rust (bwrap, an sshd, a Slurm cluster, PostgreSQL, Chromium,
-//! nvcc, a GPU, the serving task's Python packages), and what a test does without one. The
+//! nvcc, a GPU, the serving tasks' packages and weights), and what a test does without one. The
 //! README's test command (`./test.sh`) installs them and names the ones it expects in
 //! `POLYMORPH_EXPECT_TOOLS`: a test whose expected tool is missing fails; one whose tool is not
 //! expected is skipped, said on stderr and appended to the file `POLYMORPH_SKIPPED` names, which
@@ -24,6 +24,7 @@ pub enum Tool {
     Nvcc,
     Gpu,
     ServingPython,
+    LlmServe,
 }
 
 impl Tool {
@@ -38,6 +39,7 @@ impl Tool {
             Tool::Nvcc => "nvcc",
             Tool::Gpu => "gpu",
             Tool::ServingPython => "serving-python",
+            Tool::LlmServe => "llm-serve",
         }
     }
 }

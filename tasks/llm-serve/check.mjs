@@ -1,0 +1,68 @@
+// The correctness check (harness-owned): the weights are the ones the context names (sha256);
+// then fixed prompts (an empty one, non-ASCII, a long one, plain questions) go to this tree's
+// server among seeded random fillers, all at once, so that they are batched and queued as the
+// configuration and the scheduler do it; each answer must be the reference configuration's greedy
+// answer, up to a near-tie (verify.mjs), and so must two fillers' answers.
+import {ask, startServer} from "./client.mjs";
+import {chatPrompt, loadModel, modelFile, sha256Of} from "./engine.mjs";
+import {rng} from "./traffic.mjs";
+import {referee} from "./verify.mjs";
+
+const ANSWER_TOKENS = 40;
+const FILLERS = 6;
+const PROMPTS = [
+    "",
+    "What is the capital of France?",
+    "Explain what a hash table is, in three sentences.",
+    "Übersetze ins Englische: Grüße aus Köln, 東京 und São Paulo.",
+    "Write a haiku about the sea.",
+    `Read these notes and name the three words that appear most often: ${rng(7).words(700)}`,
+];
+
+const file = modelFile();
+const sha = await sha256Of(file.path);
+if (sha !== file.sha256) {
+    console.error(`FAIL: ${file.path} has sha256 ${sha}, not the ${file.name} the context names (${file.sha256})`);
+    process.exit(1);
+}
+const r = rng(Number(process.env.POLYMORPH_SEED ?? 1));
+const jobs = [
+    ...PROMPTS.map((p) => ({prompt: p, ignoreEos: false, checked: true})),
+    ...Array.from({length: FILLERS}, (_, i) => ({prompt: r.words(r.int(5, 400)), ignoreEos: i % 2 === 1, checked: i < 2})),
+].sort(() => r.next() - 0.5);
+
+// A request the scheduler refuses (503: its queue is full) is sent again a little later: refusing
+// is the scheduler's right under load, answering wrongly is not.
+const REFUSED_FOR_MS = 60_000;
+const answer = async (j) => {
+    const until = performance.now() + REFUSED_FOR_MS;
+    for (;;) {
+        const a = await ask(server.port, [{role: "user", content: j.prompt}], ANSWER_TOKENS, {ignoreEos: j.ignoreEos});
+        if (!a.error?.startsWith("HTTP 503") || performance.now() > until) return a;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+};
+const server = await startServer();
+const answers = await Promise.all(jobs.map(answer));
+server.stop();
+const failed = answers.findIndex((a) => !a.ok);
+if (failed >= 0) {
+    console.error(`FAIL: a prompt of ${jobs[failed].prompt.length} characters got no answer: ${answers[failed].error}`);
+    process.exit(1);
+}
+
+const engine = await loadModel();
+const ref = await referee(engine);
+let ties = 0;
+for (const [i, j] of jobs.entries()) {
+    if (!j.checked) continue;
+    const prompt = engine.model.tokenize(chatPrompt([{role: "user", content: j.prompt}]), true);
+    const v = await ref.judge(prompt, answers[i].tokens, {ignoreEos: j.ignoreEos, maxTokens: ANSWER_TOKENS});
+    if (!v.ok) {
+        console.error(`FAIL: the prompt ${JSON.stringify(j.prompt.slice(0, 50))}: ${v.why}`);
+        process.exit(1);
+    }
+    ties += v.tie ? 1 : 0;
+}
+const checked = jobs.filter((j) => j.checked).length;
+console.log(`ok: ${checked} answers among ${jobs.length} requests match the reference's greedy answers (${ties} up to a near-tie); ${file.name} sha256 ${sha.slice(0, 12)}`);

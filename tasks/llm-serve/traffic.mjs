@@ -1,0 +1,62 @@
+// Traffic traces (harness-owned): a workload file names the arrival rate, the window, the prompt
+// and answer lengths and the two SLOs (time to first token, time per output token); the trace is
+// drawn from its seed, so every bench process of a context replays the same arrivals (open-loop,
+// Poisson) and the same prompts.
+import {readFileSync} from "node:fs";
+
+const FIELDS = ["name", "rate_rps", "window_s", "prompt_words", "answer_tokens", "slo_ttft_ms", "slo_tpot_ms", "seed"];
+
+// Common English words, mostly one token each: a prompt of n words is about n tokens.
+const WORDS = `the of and to in is was for on that with as by at from his her this had not are but
+which have one were all their they been has new more two when who other after also into first
+time can only its over most some could would them these than such may then about year city
+world part made state between many where under three during area house school water story long
+people same country under began called river since small family town power early before large
+north south east west common found known among while light order point group music work place
+line field round game film book market night death money road table paper black white green
+stone field heart voice space earth speed metal glass train plant ocean storm cloud rain winter
+summer garden island valley forest bridge castle village season number letter method system
+model engine server memory kernel token cache batch queue thread signal window answer prompt`
+    .split(/\s+/).filter(Boolean);
+
+/// A small, seeded generator (mulberry32): the same seed draws the same trace everywhere.
+export function rng(seed) {
+    let a = seed >>> 0;
+    const next = () => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = a;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    return {
+        next,
+        int: (lo, hi) => lo + Math.floor(next() * (hi - lo + 1)),
+        exp: (rate) => -Math.log(1 - next()) / rate,
+        words: (n) => Array.from({length: n}, () => WORDS[Math.floor(next() * WORDS.length)]).join(" "),
+    };
+}
+
+/// Reads and checks a workload file.
+export function load(path) {
+    const w = JSON.parse(readFileSync(path, "utf8"));
+    const missing = FIELDS.filter((k) => !(k in w));
+    if (missing.length) throw new Error(`${path}: the workload lacks ${missing.join(", ")}`);
+    const range = (r) => Array.isArray(r) && r.length === 2 && Number.isInteger(r[0]) && r[0] >= 1 && r[0] <= r[1];
+    if (!range(w.prompt_words) || !range(w.answer_tokens)) throw new Error(`${path}: prompt_words and answer_tokens are [min, max] with 1 <= min <= max`);
+    if (!(w.rate_rps > 0 && w.window_s > 0 && w.slo_ttft_ms > 0 && w.slo_tpot_ms > 0)) throw new Error(`${path}: rate_rps, window_s and both SLOs must be positive`);
+    return w;
+}
+
+/// [{at (seconds after the start), messages, maxTokens}] for the workload's window.
+export function requests(w) {
+    const r = rng(w.seed);
+    const out = [];
+    for (let t = r.exp(w.rate_rps); t < w.window_s; t += r.exp(w.rate_rps)) {
+        const words = r.int(...w.prompt_words);
+        const ask = r.next() < 0.5 ? "Summarise these notes in plain words" : "Continue this list and explain it";
+        out.push({at: t, maxTokens: r.int(...w.answer_tokens),
+            messages: [{role: "user", content: `${ask}: ${r.words(words)}`}]});
+    }
+    return out;
+}

@@ -1,0 +1,96 @@
+//! The LLM serving task (tasks/llm-serve): llama.cpp with SmolLM2-135M's real weights serves a
+//! short trace under each configuration, through the sandbox; a scheduler that changes what the
+//! model is asked, or a configuration llama.cpp cannot run, fails with the reason; a valid
+//! configuration is measured and judged; and without its packages a run says what to install.
+
+use crate::common::replay::run_replay;
+use crate::common::tools::{Tool, missing};
+use crate::common::{Env, edit, files_line};
+use predicates::str::contains;
+
+const TASK: &str = "llm-serve";
+
+#[test]
+fn without_its_packages_the_llm_task_says_what_to_install() {
+    let env = Env::new();
+    let task = env.task(TASK);
+    let cache = env.path().join("empty-cache");
+    env.cmd()
+        .env("POLYMORPH_CACHE", &cache)
+        .args(["run", task.to_str().unwrap(), "--budget", "1"])
+        .assert()
+        .code(2)
+        .stderr(contains("task llm-serve needs its"))
+        .stderr(contains("run `polymorph setup"));
+    assert!(!cache.exists(), "a run installed something");
+    std::fs::write(
+        task.join("package.json"),
+        r#"{"dependencies": {"node-llama-cpp": "^3.22.1"}}"#,
+    )
+    .unwrap();
+    env.cmd()
+        .args(["context", task.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(contains("pin an exact version"));
+}
+
+#[test]
+fn llama_cpp_serves_a_short_trace_and_changed_answers_fail() {
+    let env = Env::alone();
+    let task = env.task(TASK);
+    let t = task.to_str().unwrap();
+    let ready = env.cmd().args(["setup", "--check", t]).output().unwrap();
+    if !ready.status.success() {
+        missing(
+            Tool::LlmServe,
+            "the LLM serving task: its packages and weights are not installed (polymorph setup tasks/llm-serve)",
+        );
+        return;
+    }
+    // A short trace and no hand-tuned baseline, which this test does not need: this machine has
+    // two cores and the suite's other tests.
+    let toml = task.join("task.toml");
+    edit(&toml, "hand_tuned = ", "# hand_tuned = ");
+    edit(&toml, "workloads/chat.json", "workloads/tiny.json");
+    std::fs::write(
+        task.join("workloads/tiny.json"),
+        r#"{"name": "tiny", "rate_rps": 4, "window_s": 1.5, "prompt_words": [8, 40], "answer_tokens": [8, 16], "slo_ttft_ms": 5000, "slo_tpot_ms": 1000, "seed": 3}"#,
+    )
+    .unwrap();
+    // Through the sandbox: the weights' hash and the fixed prompts, then the trace.
+    let check = env.json(&["check", t, "--rounds", "1"]);
+    let goodput = check["trees"][0]["cases"]["tiny"].as_f64().unwrap();
+    assert!(goodput > 1.0 && goodput < 10.0, "{check}");
+    // A scheduler that drops the start of long prompts to go faster changes answers; a KV cache
+    // llama.cpp cannot build is named; a plain change of configuration is measured and judged.
+    let trimming = "export function admit() { return true; }\nexport function pick(queue) {\n    for (const r of queue) if (r.prompt.length > 60) r.prompt = r.prompt.slice(-60);\n    return 0;\n}\n";
+    let config = |sequences: u32, kv: &str, flash: bool| {
+        format!(
+            "{{\"batch_size\": 256, \"flash_attention\": {flash}, \"kv_cache\": \"{kv}\", \"lookup_decoding\": false, \"max_queue\": 0, \"order\": \"fifo\", \"prioritization\": \"maximumParallelism\", \"sequences\": {sequences}, \"threads\": 2}}\n"
+        )
+    };
+    let r = run_replay(
+        &env,
+        &task,
+        &[
+            files_line("scheduler.mjs", trimming, "trim long prompts"),
+            files_line(
+                "config.json",
+                &config(2, "q8_0", false),
+                "a quantized V cache",
+            ),
+            files_line("config.json", &config(3, "f16", true), "three sequences"),
+        ],
+        &[],
+    );
+    assert_eq!(r[0].0, "failed", "{:?}", r[0]);
+    assert!(r[0].1.contains("the reference"), "{:?}", r[0]);
+    assert_eq!(r[1].0, "failed", "{:?}", r[1]);
+    assert!(r[1].1.contains("flash attention"), "{:?}", r[1]);
+    assert!(
+        ["accepted", "rejected"].contains(&r[2].0.as_str()),
+        "{:?}",
+        r[2]
+    );
+}
