@@ -74,11 +74,13 @@ async function completions(req, res) {
         ignoreEos: body.ignore_eos === true, closed: false};
     if (!admit(request, queue, config)) return reply(res, 503, "the queue is full");
     res.writeHead(200, {"content-type": "text/event-stream", "cache-control": "no-cache"});
-    const chunk = (delta, finish, tokenIds) => res.write(`data: ${JSON.stringify({id, object: "chat.completion.chunk",
+    // A client that hung up gets nothing more (its sequence stops at the next token).
+    const write = (text, end) => { if (!res.destroyed) (end ? res.end(text) : res.write(text)); };
+    const chunk = (delta, finish, tokenIds) => write(`data: ${JSON.stringify({id, object: "chat.completion.chunk",
         choices: [{index: 0, delta, finish_reason: finish}], token_ids: tokenIds})}\n\n`);
     request.send = (text, token) => chunk({content: text}, null, [token]);
-    request.finish = (why) => { chunk({}, why, []); res.end("data: [DONE]\n\n"); };
-    request.fail = (why) => { res.end(`data: ${JSON.stringify({error: {message: why}})}\n\n`); };
+    request.finish = (why) => { chunk({}, why, []); write("data: [DONE]\n\n", true); };
+    request.fail = (why) => write(`data: ${JSON.stringify({error: {message: why}})}\n\n`, true);
     res.on("close", () => {
         request.closed = true;
         const i = queue.indexOf(request);
