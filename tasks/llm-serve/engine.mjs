@@ -5,6 +5,7 @@
 import {createHash} from "node:crypto";
 import {execFileSync} from "node:child_process";
 import {createReadStream, existsSync, readFileSync, statSync} from "node:fs";
+import {availableParallelism} from "node:os";
 import {dirname, join} from "node:path";
 import {fileURLToPath, pathToFileURL} from "node:url";
 
@@ -61,13 +62,15 @@ export async function loadModel() {
 }
 
 /// A context for `config` (config.json's fields) with `config.sequences` parallel sequences.
+/// llama.cpp's threads are at most the cores this process may run on: its threads spin at every
+/// step, and two of them on one core took the check past its time limit.
 export function createContext({lib, model}, config) {
     const kv = config.kv_cache === "q8_0" ? "Q8_0" : "F16";
     return model.createContext({
         contextSize: SEQUENCE_TOKENS * config.sequences,
         sequences: config.sequences,
         batchSize: config.batch_size,
-        threads: config.threads,
+        threads: Math.min(config.threads, availableParallelism()),
         flashAttention: config.flash_attention,
         experimentalKvCacheKeyType: kv,
         experimentalKvCacheValueType: kv,
