@@ -1,202 +1,203 @@
-//! Compares search strategies on a recorded cache of matmul-c's whole parameter space (5 bench
-//! processes per assignment, per case), replayed through the real loop and judge (`run
-//! --simulate`): for each strategy and seed, the bench processes spent until the exhaustive best
-//! is first evaluated and until it is the accepted incumbent (and the bench seconds until then,
-//! the recorded seconds of the samples drawn), and the final incumbent's true score (its mean
-//! over the cache) as a share of the best's.
+//! Search strategies and their peers on recorded caches (`polymorph record`: every assignment
+//! of a task's space, 5 bench processes each, per case). polymorph's strategies run through the
+//! real loop and judge (`run --simulate`); the peers (random draws, Optuna's TPE, Kernel
+//! Tuner's bayes_opt, genetic_algorithm and pso) run in `benches/peers/peers.py`, drawing
+//! samples the same way. Every one is charged in bench processes and judged by what a user
+//! would ship at 100, 300 and 1,000 processes: polymorph's accepted incumbent, a peer's best
+//! mean over what it drew; quality is that configuration's true score (the geometric mean of
+//! its case means) over the exhaustive best's. Caches are split into a train half (named in
+//! `benches/data/halves.toml`, which the search's constants were chosen on) and a test half
+//! (every other cache); the summary is the test half's.
 //!
-//! cargo bench --bench search [-- SEEDS [BUDGET [CACHE [STRATEGIES]]]]   (default 20 seeds, 50
-//! candidates, every cache in benches/data, hill,random,model)
+//! cargo bench --bench search [-- SEEDS [CACHES [STRATEGIES]]]
+//!   SEEDS: default 20; CACHES: all (default), train, test or one cache's path;
+//!   STRATEGIES: default tpe,model,random and every peer (draws,optuna-tpe,kt-bayes_opt,
+//!   kt-genetic_algorithm,kt-pso); polymorph's hill also runs when named.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use polymorph::engine::simulate::{Cache, RecordedTree, case_means};
+#[path = "search/peers.rs"]
+mod peers;
+
+use polymorph::engine::simulate::{Cache, params_key_of};
 use polymorph::engine::{RunOptions, Strategy, run};
-use polymorph::measure::{geomean, median};
+use polymorph::measure::{Direction, geomean, median};
 use polymorph::record::{ProposerChoice, RunProposer, Store};
-use rand::{Rng, SeedableRng};
 use sandbox::{Isolation, Runner};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-/// What one seeded run of one strategy did.
-struct Outcome {
-    /// Bench processes (both sides of every pair) up to and including the best's evaluation.
-    to_evaluate: Option<usize>,
-    /// The same, up to the candidate whose acceptance made the best the incumbent.
-    to_accept: Option<usize>,
-    /// Bench seconds (the recorded seconds of the processes drawn) up to that candidate.
-    seconds_to_accept: Option<f64>,
-    /// Bench processes of the whole run (proposals only; the reference figures are apart).
-    total: usize,
-    /// Bench seconds of the whole run (proposals only).
-    seconds: f64,
-    /// The final incumbent's true score over the best's.
-    quality: f64,
-    repeats: usize,
-}
+/// The budgets, in bench processes, at which what each would ship is scored.
+const BUDGETS: [usize; 3] = [100, 300, 1_000];
+/// Candidates a polymorph run may propose: more than any run here needs to spend the last
+/// budget or the space.
+const CANDIDATES: usize = 400;
+/// The quality a seed should reach, and by which budget.
+const GOOD: f64 = 0.95;
+const GOOD_BY: usize = 300;
 
-/// The landscape every run is scored on: the cache and task, and each assignment's true score.
-struct Bench {
+/// One cache's landscape: each assignment's true score and the best.
+struct Landscape {
+    name: String,
     task: PathBuf,
     cache: PathBuf,
     workload: PathBuf,
     truth: BTreeMap<String, f64>,
-    best_key: String,
-    /// The pairs the judge's screen takes.
+    start: f64,
+    best: f64,
     screen_pairs: usize,
 }
 
-async fn one(b: &Bench, strategy: Strategy, seed: u64, budget: usize) -> Outcome {
+impl Landscape {
+    fn load(root: &Path, cache_path: &Path) -> Self {
+        let cache = Cache::load(cache_path).unwrap();
+        let task = root.join("tasks").join(&cache.task);
+        let spec = polymorph::task::Task::load(&task).unwrap();
+        let sign = match spec.metric.direction {
+            Direction::Maximize => 1.0,
+            Direction::Minimize => -1.0,
+        };
+        // The objective the judge applies: the mean per-case log gain (equal weights here).
+        let score = |t: &polymorph::engine::simulate::RecordedTree| {
+            geomean(t.case_means().values().copied()).powf(sign)
+        };
+        let ok = |t: &&polymorph::engine::simulate::RecordedTree| {
+            t.failed.is_none() && !t.samples.is_empty()
+        };
+        let truth: BTreeMap<String, f64> = cache
+            .trees
+            .iter()
+            .filter(ok)
+            .filter_map(|t| Some((params_key_of(t)?, score(t))))
+            .collect();
+        let start = cache.trees.iter().filter(ok).find(|t| t.label == "start");
+        Landscape {
+            name: cache_path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned(),
+            workload: task.join(&cache.workload),
+            task,
+            cache: cache_path.to_path_buf(),
+            best: truth.values().copied().fold(f64::NEG_INFINITY, f64::max),
+            start: score(start.expect("the cache has the task as given")),
+            truth,
+            screen_pairs: spec.judge.screen_pairs,
+        }
+    }
+}
+
+/// What one seeded polymorph run shipped at each budget, and its cost.
+struct Outcome {
+    quality: Vec<f64>,
+    processes: usize,
+    candidates: usize,
+    repeats: usize,
+}
+
+async fn one(l: &Landscape, strategy: Strategy, seed: u64) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("runs.db")).await.unwrap();
     let opts = RunOptions {
         proposer: ProposerChoice::Given(RunProposer::Search),
-        budget,
+        budget: CANDIDATES,
         seed: Some(seed),
-        workload: Some(b.workload.clone()),
+        workload: Some(l.workload.clone()),
         progress: false,
         warm_start: false,
         agent: None,
-        simulate: Some(b.cache.clone()),
+        simulate: Some(l.cache.clone()),
         strategy,
         targets: None,
     };
     let runner = Runner::new(Isolation::detect(""));
     let cancel = Arc::new(AtomicBool::new(false));
-    let report = run(
-        &store,
-        &dir.path().join("ledger"),
-        &b.task,
-        &opts,
-        &runner,
-        cancel,
-    )
-    .await
-    .unwrap()
-    .remove(0);
+    let ledger = dir.path().join("ledger");
+    let report = run(&store, &ledger, &l.task, &opts, &runner, cancel)
+        .await
+        .unwrap()
+        .remove(0);
     let (_, rows) = store
         .query_readonly(&format!(
-            "SELECT c.params_key, e.pairs, e.verdict, c.origin, e.bench_seconds FROM candidates c JOIN evaluations e ON e.candidate_id = c.id \
-             WHERE c.run_id = {} ORDER BY c.seq",
+            "SELECT c.params_key, e.pairs, e.verdict, c.origin FROM candidates c \
+             JOIN evaluations e ON e.candidate_id = c.id WHERE c.run_id = {} ORDER BY c.seq",
             report.run_id
         ))
         .await
         .unwrap();
-    let (mut spent, mut to_evaluate, mut to_accept) = (0, None, None);
-    let (mut seconds, mut seconds_to_accept) = (0.0, None);
-    // Pairs measured of each assignment so far.
+    let quality = |key: Option<&str>| {
+        key.map_or(l.start, |k| l.truth.get(k).copied().unwrap_or(0.0)) / l.best
+    };
+    let (mut spent, mut incumbent, mut repeats) = (0, None::<String>, 0);
+    let mut shipped = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut repeats = 0;
     for r in &rows {
-        let key = r[0].as_str().unwrap_or_default();
+        let key = r[0].as_str().unwrap_or_default().to_string();
         let pairs = r[1].as_i64().unwrap_or(0) as usize;
+        while shipped.len() < BUDGETS.len() && spent + 2 * pairs > BUDGETS[shipped.len()] {
+            shipped.push(quality(incumbent.as_deref()));
+        }
         spent += 2 * pairs;
-        seconds += r[4].as_f64().unwrap_or(0.0);
-        let slot = seen.entry(key.to_string()).or_default();
-        let before = *slot;
-        *slot += pairs;
-        // Measured again are only a race's leader, judged in full after its screen, and a
+        let before = seen.get(&key).copied().unwrap_or(0);
+        seen.insert(key.clone(), before + pairs);
+        // Measured again may be only a race's leader, judged in full after its screen, and a
         // near-tie's screen taken in two parts, no longer in all than one screen.
         let allowed = match r[3].as_str().and_then(|o| o.parse::<agent::Origin>().ok()) {
             Some(agent::Origin::Confirm) => true,
-            Some(agent::Origin::Rescreen) => before + pairs <= b.screen_pairs,
+            Some(agent::Origin::Rescreen) => before + pairs <= l.screen_pairs,
             _ => false,
         };
         repeats += usize::from(before > 0 && !allowed);
-        if key == b.best_key {
-            to_evaluate.get_or_insert(spent);
-            if r[2].as_str() == Some("accepted") {
-                to_accept.get_or_insert(spent);
-                seconds_to_accept.get_or_insert(seconds);
-            }
+        if r[2].as_str() == Some("accepted") {
+            incumbent = Some(key);
         }
     }
-    let (_, best) = store
-        .query_readonly(&format!(
-            "SELECT params FROM ledger_entries WHERE id = {}",
-            report.best_entry.unwrap()
-        ))
-        .await
-        .unwrap();
-    let final_key = best[0][0].as_str().unwrap_or_default();
+    while shipped.len() < BUDGETS.len() {
+        shipped.push(quality(incumbent.as_deref()));
+    }
     Outcome {
-        to_evaluate,
-        to_accept,
-        seconds_to_accept,
-        total: spent,
-        seconds,
-        quality: b.truth.get(final_key).copied().unwrap_or(0.0) / b.truth[&b.best_key],
+        quality: shipped,
+        processes: spent,
+        candidates: rows.len(),
         repeats,
     }
 }
 
-/// Resamples of the cache in which the best is counted.
-const RESAMPLES: usize = 1_000;
-
-/// The share of bootstrap resamples of the cache (each assignment's samples drawn again, with
-/// replacement) in which the exhaustive best is still the best: how far the cache itself can
-/// tell it from the runners-up.
-fn best_in_resamples(cache: &Cache, best_key: &str) -> f64 {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-    let trees: Vec<(String, &RecordedTree)> = cache
-        .trees
+/// The caches named in `benches/data/halves.toml`'s `train`.
+fn train_half(root: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(root.join("benches/data/halves.toml")).unwrap();
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    doc["train"]
+        .as_array()
+        .unwrap()
         .iter()
-        .filter(|t| t.failed.is_none() && !t.samples.is_empty())
-        .filter_map(|t| Some((polymorph::engine::simulate::params_key_of(t)?, t)))
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Each strategy's or peer's quality per seed at each budget, on one cache.
+type Table = BTreeMap<String, BTreeMap<usize, Vec<f64>>>;
+
+fn share_good(q: &[f64]) -> f64 {
+    q.iter().filter(|x| **x >= GOOD).count() as f64 / q.len().max(1) as f64
+}
+
+fn print_row(name: &str, by_budget: &BTreeMap<usize, Vec<f64>>, extra: &str) {
+    let cells: Vec<String> = BUDGETS
+        .iter()
+        .map(|b| {
+            let q = &by_budget[b];
+            let worst = q.iter().copied().fold(f64::INFINITY, f64::min);
+            format!("{:>6.3} ({:.3})", median(q), worst)
+        })
         .collect();
-    let mut wins = 0;
-    for _ in 0..RESAMPLES {
-        let mut top = (f64::NEG_INFINITY, "");
-        for (key, t) in &trees {
-            // Scored as the truth is: the geometric mean of the case means.
-            let drawn =
-                (0..t.samples.len()).map(|_| &t.samples[rng.random_range(0..t.samples.len())]);
-            let score = geomean(case_means(drawn).values().copied());
-            if score > top.0 {
-                top = (score, key);
-            }
-        }
-        wins += usize::from(top.1 == best_key);
-    }
-    wins as f64 / RESAMPLES as f64
-}
-
-/// Bench processes of each side a comparison needs to tell the best from the runner-up with 95%
-/// confidence (one-sided, normal approximation), from the spread of each one's per-process score
-/// (the log geometric mean of one sample's cases); with the runner-up's gap.
-fn processes_to_tell(cache: &Cache, truth: &BTreeMap<String, f64>, best_key: &str) -> (f64, f64) {
-    let variance = |key: &str| {
-        let t = cache
-            .trees
-            .iter()
-            .find(|t| polymorph::engine::simulate::params_key_of(t).as_deref() == Some(key))
-            .unwrap();
-        let logs: Vec<f64> = t
-            .samples
-            .iter()
-            .map(|s| geomean(s.cases.values().copied()).ln())
-            .collect();
-        let mean = logs.iter().sum::<f64>() / logs.len() as f64;
-        logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (logs.len() - 1).max(1) as f64
-    };
-    let (second_key, second) = truth
-        .iter()
-        .filter(|(k, _)| *k != best_key)
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .unwrap();
-    let gap = (truth[best_key] / second).ln();
-    let sd = (variance(best_key) + variance(second_key)).sqrt();
-    ((1.645 * sd / gap).powi(2).ceil().max(1.0), gap)
-}
-
-/// The median of `xs` with `decimals` digits, or "-" when there is none.
-fn med(xs: &[f64], decimals: usize) -> String {
-    if xs.is_empty() {
-        return "-".into();
-    }
-    format!("{:.decimals$}", median(xs))
+    println!(
+        "{name:<22} {}   {:>4.0}%  {extra}",
+        cells.join("  "),
+        100.0 * share_good(&by_budget[&GOOD_BY])
+    );
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -206,157 +207,146 @@ async fn main() {
         .filter(|a| !a.starts_with('-'))
         .collect();
     let seeds: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(20);
-    let budget: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(50);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let caches: Vec<PathBuf> = match args.get(2) {
-        Some(one) if one != "all" => vec![PathBuf::from(one)],
-        _ => {
-            let mut all: Vec<PathBuf> = std::fs::read_dir(root.join("benches/data"))
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.extension().is_some_and(|x| x == "json"))
-                .collect();
-            all.sort();
-            all
-        }
-    };
-    let strategies: Vec<Strategy> = args
-        .get(3)
-        .map_or("hill,random,model", String::as_str)
-        .split(',')
-        .map(|s| s.parse().unwrap())
+    let train = train_half(root);
+    let mut caches: Vec<PathBuf> = std::fs::read_dir(root.join("benches/data"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
-    for cache_path in caches {
-        compare(root, cache_path, seeds, budget, &strategies).await;
-        println!();
+    caches.sort();
+    let is_train = |p: &Path| {
+        train
+            .iter()
+            .any(|t| p.file_name().is_some_and(|f| f == t.as_str()))
+    };
+    match args.get(1).map(String::as_str) {
+        None | Some("all") => {}
+        Some("train") => caches.retain(|p| is_train(p)),
+        Some("test") => caches.retain(|p| !is_train(p)),
+        Some(one) => caches = vec![PathBuf::from(one)],
     }
-    println!(
-        "best found: seeds that evaluated the best; procs: median bench processes (both sides of every pair) until then, over those seeds;"
-    );
-    println!(
-        "incumbent: seeds ending with the best accepted; within gain: ending within min_gain of it, closer than the judge resolves; quality: the final incumbent's true score over the best's (median, worst)"
-    );
-}
-
-/// Every strategy on one cache, `seeds` runs each.
-async fn compare(
-    root: &Path,
-    cache_path: PathBuf,
-    seeds: u64,
-    budget: usize,
-    strategies: &[Strategy],
-) {
-    let task = root.join("tasks/matmul-c");
-    let spec = polymorph::task::Task::load(&task).unwrap();
-    let (min_gain, screen_pairs) = (spec.metric.min_gain, spec.judge.screen_pairs);
-    let cache = Cache::load(&cache_path).unwrap();
-    // The true score of every assignment: the geometric mean over cases of its mean samples.
-    let truth: BTreeMap<String, f64> = cache
-        .trees
-        .iter()
-        .filter(|t| t.failed.is_none())
-        .filter_map(|t| {
-            let key = polymorph::engine::simulate::params_key_of(t)?;
-            Some((key, geomean(t.case_means().values().copied())))
-        })
+    let default = format!("tpe,model,random,{}", peers::ALL.join(","));
+    let names: Vec<String> = args
+        .get(2)
+        .map_or(default.as_str(), String::as_str)
+        .split(',')
+        .map(str::to_string)
         .collect();
-    let (best_key, best) = truth
+    let (peer_names, ours): (Vec<&str>, Vec<&str>) = names
         .iter()
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .map(|(k, v)| (k.clone(), *v))
-        .unwrap();
-    let near = truth.values().filter(|v| **v >= 0.95 * best).count();
+        .map(String::as_str)
+        .partition(|n| peers::ALL.contains(n));
+    let strategies: Vec<Strategy> = ours.iter().map(|s| s.parse().unwrap()).collect();
+    let python = (!peer_names.is_empty()).then(|| peers::python(root));
     println!(
-        "search benchmark: {} ({} assignments, {} samples each, recorded on {}); the best {best_key} at {best:.3} {}, {near} within 95% of it; min_gain {:.0}%",
-        cache_path.file_name().unwrap().to_string_lossy(),
-        truth.len(),
-        cache.samples_per_tree,
-        cache.machine,
-        cache.metric,
-        min_gain * 100.0
+        "{seeds} seeds; quality: median (worst) of what each would ship after 100, 300 and 1,000 bench processes, over the exhaustive best; \
+         >={GOOD}: seeds at {GOOD} or better by {GOOD_BY}"
     );
-    println!(
-        "the best is still the best in {:.0}% of bootstrap resamples of the cache's own samples",
-        100.0 * best_in_resamples(&cache, &best_key)
-    );
-    let (n, gap) = processes_to_tell(&cache, &truth, &best_key);
-    println!(
-        "telling it from the runner-up ({:.1}% behind) with 95% confidence takes about {n:.0} bench processes of each",
-        gap.exp_m1() * 100.0
-    );
-    println!(
-        "{seeds} seeds x {budget} candidates per strategy, through the real loop and judge (simulated benches)"
-    );
-    println!(
-        "{:<8} {:>12} {:>14} {:>14} {:>14} {:>12} {:>12} {:>10} {:>10} {:>8}",
-        "strategy",
-        "best found",
-        "procs to eval",
-        "procs to accept",
-        "secs to accept",
-        "incumbent",
-        "within gain",
-        "quality",
-        "worst q",
-        "repeats"
-    );
-    let bench = Bench {
-        workload: task.join(&cache.workload),
-        task,
-        cache: cache_path,
-        truth,
-        best_key,
-        screen_pairs,
-    };
-    for &strategy in strategies {
-        let started = std::time::Instant::now();
-        let mut outcomes = Vec::new();
-        for seed in 0..seeds {
-            outcomes.push(one(&bench, strategy, seed, budget).await);
-        }
-        let count = |x: Option<usize>| x.map(|n| n as f64);
-        let eval: Vec<f64> = outcomes
-            .iter()
-            .filter_map(|o| count(o.to_evaluate))
-            .collect();
-        let acc: Vec<f64> = outcomes.iter().filter_map(|o| count(o.to_accept)).collect();
-        let acc_seconds: Vec<f64> = outcomes
-            .iter()
-            .filter_map(|o| o.seconds_to_accept)
-            .collect();
-        let quality: Vec<f64> = outcomes.iter().map(|o| o.quality).collect();
-        let is_best = outcomes.iter().filter(|o| o.quality >= 1.0).count();
-        let close = outcomes
-            .iter()
-            .filter(|o| o.quality * (1.0 + min_gain) >= 1.0)
-            .count();
+    let mut test_tables: Vec<(String, Table)> = Vec::new();
+    for cache in &caches {
+        let l = Landscape::load(root, cache);
+        let half = if is_train(cache) { "train" } else { "test" };
+        let near = l.truth.values().filter(|v| **v >= GOOD * l.best).count();
         println!(
-            "{:<8} {:>12} {:>14} {:>14} {:>14} {:>12} {:>12} {:>10.3} {:>10.3} {:>8}   ({:.0} procs and {:.0} bench s a run, {:.1} s)",
-            strategy.as_str(),
-            format!("{}/{seeds}", eval.len()),
-            med(&eval, 0),
-            med(&acc, 0),
-            med(&acc_seconds, 1),
-            format!("{is_best}/{seeds}"),
-            format!("{close}/{seeds}"),
-            median(&quality),
-            quality.iter().copied().fold(f64::INFINITY, f64::min),
-            outcomes.iter().map(|o| o.repeats).sum::<usize>(),
-            median(&outcomes.iter().map(|o| o.total as f64).collect::<Vec<_>>()),
-            median(&outcomes.iter().map(|o| o.seconds).collect::<Vec<_>>()),
-            started.elapsed().as_secs_f64()
+            "\n{} ({half} half): {} assignments, {near} within 95% of the best; the start at {:.3} of it",
+            l.name,
+            l.truth.len(),
+            l.start / l.best
         );
-        let mut ends: Vec<(String, usize)> = Vec::new();
-        let mut sorted = quality.clone();
-        sorted.sort_by(|a, b| b.total_cmp(a));
-        for q in sorted {
-            let q = format!("{q:.3}");
-            match ends.last_mut() {
-                Some((last, n)) if *last == q => *n += 1,
-                _ => ends.push((q, 1)),
+        println!(
+            "{:<22} {:>14}  {:>14}  {:>14}   >={GOOD}",
+            "", "100", "300", "1000"
+        );
+        let mut table = Table::new();
+        for &strategy in &strategies {
+            let started = std::time::Instant::now();
+            let mut outcomes = Vec::new();
+            for seed in 0..seeds {
+                outcomes.push(one(&l, strategy, seed).await);
+            }
+            let row = table
+                .entry(format!("polymorph {}", strategy.as_str()))
+                .or_default();
+            for (i, b) in BUDGETS.iter().enumerate() {
+                row.insert(*b, outcomes.iter().map(|o| o.quality[i]).collect());
+            }
+            let procs: Vec<f64> = outcomes.iter().map(|o| o.processes as f64).collect();
+            let cands: Vec<f64> = outcomes.iter().map(|o| o.candidates as f64).collect();
+            let repeats: usize = outcomes.iter().map(|o| o.repeats).sum();
+            print_row(
+                &format!("polymorph {}", strategy.as_str()),
+                row,
+                &format!(
+                    "({:.0} candidates, {:.0} processes a run; {repeats} repeats; {:.0} s)",
+                    median(&cands),
+                    median(&procs),
+                    started.elapsed().as_secs_f64()
+                ),
+            );
+        }
+        if let Some(python) = &python {
+            let drawn = peers::run(python, root, cache, &l.task, seeds, &BUDGETS, &peer_names);
+            for peer in &peer_names {
+                if let Some(row) = drawn.get(*peer) {
+                    print_row(peer, row, "");
+                    table.insert((*peer).to_string(), row.clone());
+                }
             }
         }
-        let ends: Vec<String> = ends.iter().map(|(q, n)| format!("{q} x{n}")).collect();
-        println!("         ended on (quality x seeds): {}", ends.join(", "));
+        if half == "test" {
+            test_tables.push((l.name.clone(), table));
+        }
+    }
+    summary(&test_tables);
+}
+
+/// Medians over the test half's caches, and the target of the default strategy (`tpe`)
+/// against the best peer on each.
+fn summary(tables: &[(String, Table)]) {
+    if tables.is_empty() {
+        return;
+    }
+    println!(
+        "\ntest half ({} caches): median over caches of each one's median quality at 100 / 300 / 1,000 processes; caches with >=90% of seeds at {GOOD} by {GOOD_BY}",
+        tables.len()
+    );
+    let names: Vec<&String> = tables[0].1.keys().collect();
+    for name in names {
+        let per_budget: Vec<String> = BUDGETS
+            .iter()
+            .map(|b| {
+                let meds: Vec<f64> = tables.iter().map(|(_, t)| median(&t[name][b])).collect();
+                format!("{:.3}", median(&meds))
+            })
+            .collect();
+        let good = tables
+            .iter()
+            .filter(|(_, t)| share_good(&t[name][&GOOD_BY]) >= 0.9)
+            .count();
+        println!(
+            "{name:<22} {}   {good}/{}",
+            per_budget.join(" / "),
+            tables.len()
+        );
+    }
+    let ours = "polymorph tpe";
+    for (cache, t) in tables {
+        let Some(mine) = t.get(ours) else { return };
+        for b in BUDGETS {
+            let best_peer = t
+                .iter()
+                .filter(|(n, _)| !n.starts_with("polymorph"))
+                .map(|(n, q)| (n, median(&q[&b])))
+                .max_by(|a, c| a.1.total_cmp(&c.1));
+            if let Some((peer, q)) = best_peer
+                && median(&mine[&b]) < q
+            {
+                println!(
+                    "target missed: {cache} at {b} processes, {ours} {:.3} < {peer} {q:.3}",
+                    median(&mine[&b])
+                );
+            }
+        }
     }
 }

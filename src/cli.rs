@@ -157,9 +157,10 @@ pub struct RunArgs {
     /// Agent conversations in flight at once (benchmarks still run one at a time).
     #[arg(long, default_value_t = 1)]
     pub agent_concurrency: usize,
-    /// How search chooses assignments: model (learns from every measurement in the context),
-    /// hill (local moves around the incumbent) or random.
-    #[arg(long, default_value = "model")]
+    /// How search chooses assignments: tpe (a tree-structured Parzen estimator over every
+    /// measurement in the context), model (an additive surrogate fitted to the same), hill
+    /// (local moves around the incumbent) or random.
+    #[arg(long, default_value = "tpe")]
     pub strategy: Strategy,
     /// Replay this measurement cache (from `polymorph record`) instead of building, testing
     /// and benchmarking: strategies compared in seconds, in a context of the cache's own.

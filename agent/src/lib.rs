@@ -10,17 +10,21 @@ mod origin;
 mod prepend;
 mod race;
 mod replay;
+mod scoring;
 mod search;
 mod surrogate;
+mod tpe;
 mod tuning;
 
 pub use error::AgentError;
 
-pub use model::{Goal, ModelProposer};
+pub use model::ModelProposer;
 pub use origin::{Origin, Reach};
 pub use prepend::Prepend;
 pub use replay::ReplayProposer;
+pub use scoring::Goal;
 pub use search::{ParamSpace, SearchProposer, params_key};
+pub use tpe::TpeProposer;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};

@@ -12,32 +12,19 @@
 
 use crate::features::{Features, indices};
 use crate::race::{Race, Step, unsettled_near_tie};
-use crate::search::{ParamSpace, fresh, sweep, untried};
+use crate::search::{ParamSpace, draw, fresh, random_fresh, untried};
 use crate::surrogate::Surrogate;
 use crate::tuning::{
-    BIG_STEP, DENSITY_CANDIDATES, DENSITY_DRAWS, FRESH_DRAWS, GOOD_SHARE, LOCAL_MOVES,
-    MAX_ENUMERATED, NEAR, NEIGHBOUR, PENALTY, PRIOR, WIDE_RATE,
+    BIG_STEP, DENSITY_CANDIDATES, DENSITY_DRAWS, GOOD_SHARE, LOCAL_MOVES, MAX_ENUMERATED, NEAR,
+    NEIGHBOUR, PRIOR, WIDE_RATE,
 };
 use crate::{
-    AgentError, Observation, Origin, Params, Proposal, ProposalContext, ProposedChange, Proposer,
-    Reach, params_key,
+    AgentError, Goal, Origin, Params, Proposal, ProposalContext, ProposedChange, Proposer, Reach,
+    params_key,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::{BTreeMap, HashMap};
-
-/// What the judge accepts, from the task's `[metric]`.
-#[derive(Debug, Clone)]
-pub struct Goal {
-    pub maximize: bool,
-    /// The gain the judge asks for (0.02 = 2%).
-    pub min_gain: f64,
-    /// The judge refuses a candidate with any case ending worse than the floor by more than
-    /// this (0.05 = 5%).
-    pub case_tolerance: f64,
-    /// Each case's weight in the objective, as the workload gives it; empty: equal weights.
-    pub weights: BTreeMap<String, f64>,
-}
+use std::collections::BTreeMap;
 
 /// The surrogate's choice among the fresh candidates.
 struct Modelled {
@@ -81,103 +68,6 @@ impl ModelProposer {
         }
     }
 
-    fn log_ratio(&self, reference: f64, value: f64) -> f64 {
-        let r = (value / reference).ln();
-        if self.goal.maximize { r } else { -r }
-    }
-
-    /// What the judge could accept, relative to `reference` (the incumbent's per-case figures):
-    /// the weighted mean per-case log gain (the judge's objective), minus a penalty for the case
-    /// that would end furthest below the floor past the tolerance (`floor`: each case's log
-    /// gain of the incumbent over the floor). An assignment measured more than once (a race's
-    /// leader, screened and then judged in full) gets each case's log gain averaged over its
-    /// measurements.
-    fn objective(
-        &self,
-        seen: &[&Observation],
-        reference: &BTreeMap<String, f64>,
-        floor: &BTreeMap<String, f64>,
-    ) -> f64 {
-        let mut per_case: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
-        for o in seen {
-            for (case, v) in &o.candidate {
-                let Some(r) = reference.get(case).or_else(|| o.incumbent.get(case)) else {
-                    continue;
-                };
-                let g = self.log_ratio(*r, *v);
-                if g.is_finite() {
-                    let slot = per_case.entry(case).or_insert((0.0, 0));
-                    *slot = (slot.0 + g, slot.1 + 1);
-                }
-            }
-        }
-        if per_case.is_empty() {
-            return f64::NEG_INFINITY;
-        }
-        let weight = |case: &str| match self.goal.weights.is_empty() {
-            true => 1.0,
-            false => self.goal.weights.get(case).copied().unwrap_or(0.0),
-        };
-        let total: f64 = per_case.keys().map(|c| weight(c)).sum();
-        if total <= 0.0 {
-            return f64::NEG_INFINITY;
-        }
-        let gain = |case: &str, (sum, n): &(f64, usize)| {
-            (sum / *n as f64, floor.get(case).copied().unwrap_or(0.0))
-        };
-        let mean = per_case
-            .iter()
-            .map(|(c, s)| weight(c) * gain(c, s).0)
-            .sum::<f64>()
-            / total;
-        let worst = per_case
-            .iter()
-            .map(|(c, s)| gain(c, s).0 + gain(c, s).1)
-            .fold(f64::INFINITY, f64::min);
-        let limit = (1.0 - self.goal.case_tolerance).ln();
-        mean + PENALTY * (worst - limit).min(0.0)
-    }
-
-    /// Each assignment measured, scored against the current incumbent, best first.
-    fn ranked(&self, ctx: &ProposalContext) -> Vec<(f64, Params)> {
-        let last_as_candidate =
-            ctx.observations.iter().rev().find(|o| {
-                Some(&o.params) == ctx.incumbent_params.as_ref() && !o.candidate.is_empty()
-            });
-        let reference = match (last_as_candidate, ctx.observations.last()) {
-            (Some(o), _) => o.candidate.clone(),
-            (None, Some(o)) => o.incumbent.clone(),
-            (None, None) => BTreeMap::new(),
-        };
-        let mut order: Vec<&Params> = Vec::new();
-        let mut by_params: HashMap<&Params, Vec<&Observation>> = HashMap::new();
-        for o in ctx.observations.iter() {
-            by_params
-                .entry(&o.params)
-                .or_insert_with(|| {
-                    order.push(&o.params);
-                    Vec::new()
-                })
-                .push(o);
-        }
-        let mut scored: Vec<(f64, Params)> = order
-            .into_iter()
-            .map(|p| {
-                (
-                    self.objective(&by_params[p], &reference, &ctx.floor),
-                    p.clone(),
-                )
-            })
-            .collect();
-        if let Some(p) = &ctx.incumbent_params
-            && last_as_candidate.is_none()
-        {
-            scored.push((0.0, p.clone()));
-        }
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        scored
-    }
-
     /// Per parameter, a density over its declared values from `points`.
     fn density(&self, points: &[&Params]) -> BTreeMap<String, Vec<f64>> {
         self.space
@@ -203,24 +93,6 @@ impl ModelProposer {
                 (name.clone(), w.into_iter().map(|x| x / total).collect())
             })
             .collect()
-    }
-
-    fn draw(&mut self, density: &BTreeMap<String, Vec<f64>>) -> Params {
-        let mut p = Params::new();
-        for (name, vals) in &self.space.values {
-            let w = &density[name];
-            let mut u = self.rng.random::<f64>();
-            let mut at = vals.len() - 1;
-            for (i, x) in w.iter().enumerate() {
-                if u < *x {
-                    at = i;
-                    break;
-                }
-                u -= x;
-            }
-            p.insert(name.clone(), vals[at].clone());
-        }
-        p
     }
 
     /// Which of the enumerated (valid) assignments are `untried`, so that each proposal decides
@@ -275,13 +147,6 @@ impl ModelProposer {
             .map(|(_, p)| p)
     }
 
-    fn random_fresh(&mut self, ctx: &ProposalContext) -> Option<Params> {
-        (0..FRESH_DRAWS)
-            .map(|_| self.space.random(&mut self.rng))
-            .find(|p| fresh(&self.space, p, ctx))
-            .or_else(|| sweep(&self.space, ctx, &mut self.rng))
-    }
-
     /// The fresh candidate with the best optimistic prediction of the surrogate, and whether it
     /// came from local moves around `base` or the incumbent (three proposals in four) or the wide
     /// pool: every one-knob neighbour of the incumbent and of the best measured, and draws from
@@ -330,7 +195,7 @@ impl ModelProposer {
                 if found == DENSITY_CANDIDATES {
                     break;
                 }
-                let p = self.draw(&l);
+                let p = draw(&self.space, &l, &mut self.rng);
                 if self.is_fresh(flags, &p, ctx) {
                     found += 1;
                     pool.push(p);
@@ -405,13 +270,17 @@ impl Proposer for ModelProposer {
     }
 
     async fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
-        let ranked = self.ranked(ctx);
+        let ranked = self.goal.ranked(ctx);
         let base = self.race.leader(&ranked).cloned();
         let flags = self.fresh_flags(ctx);
         let modelled = self.modelled(&ranked, ctx, base.as_ref(), &flags);
         let (p, how, hope) = match &modelled {
             Some(m) => (Some(m.params.clone()), m.how, m.hope),
-            None => (self.random_fresh(ctx), Reach::Explore, f64::INFINITY),
+            None => (
+                random_fresh(&self.space, ctx, &mut self.rng),
+                Reach::Explore,
+                f64::INFINITY,
+            ),
         };
         let mut screen_only = false;
         if ctx.can_screen {

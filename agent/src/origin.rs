@@ -12,6 +12,8 @@ pub enum Reach {
     Wide,
     /// A uniform draw over the fresh assignments.
     Explore,
+    /// TPE's pick: the best ratio of the good density to the bad among draws from the good.
+    Parzen,
 }
 
 impl Reach {
@@ -20,11 +22,12 @@ impl Reach {
             Reach::Local => "local",
             Reach::Wide => "wide",
             Reach::Explore => "explore",
+            Reach::Parzen => "tpe",
         }
     }
 
     fn parse(s: &str) -> Option<Self> {
-        [Reach::Local, Reach::Wide, Reach::Explore]
+        [Reach::Local, Reach::Wide, Reach::Explore, Reach::Parzen]
             .into_iter()
             .find(|r| r.as_str() == s)
     }
@@ -128,6 +131,7 @@ mod tests {
             Origin::Search(Reach::Explore),
             Origin::Sweep,
             Origin::Model(Reach::Wide),
+            Origin::Model(Reach::Parzen),
             Origin::Screen,
             Origin::Rescreen,
             Origin::Confirm,

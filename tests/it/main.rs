@@ -8,6 +8,7 @@ mod agent;
 mod agent_models;
 mod cluster;
 mod common;
+mod cpu_tasks;
 mod cycles;
 mod docs;
 mod faults;

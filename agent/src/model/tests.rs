@@ -1,6 +1,7 @@
 //! The model search on small synthetic landscapes, with the judge's rules applied by hand.
 
 use super::*;
+use crate::Observation;
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -247,30 +248,31 @@ fn a_case_past_the_tolerance_costs_more_than_its_mean_gains() {
     // refused; +5% on both is accepted.
     let at = BTreeMap::new();
     assert!(
-        m.objective(&[&obs(130.0, 90.0)], &reference, &at)
-            < m.objective(&[&obs(105.0, 105.0)], &reference, &at)
+        m.goal.objective(&[&obs(130.0, 90.0)], &reference, &at)
+            < m.goal.objective(&[&obs(105.0, 105.0)], &reference, &at)
     );
-    assert!(m.objective(&[&obs(105.0, 105.0)], &reference, &at) > 0.0);
+    assert!(m.goal.objective(&[&obs(105.0, 105.0)], &reference, &at) > 0.0);
     assert_eq!(
-        m.objective(&[&Observation::default()], &reference, &at),
+        m.goal
+            .objective(&[&Observation::default()], &reference, &at),
         f64::NEG_INFINITY
     );
     // With an incumbent 20% above the floor on y, the trade ends above the floor and is no
     // longer penalised.
     let ahead = BTreeMap::from([("y".to_string(), 1.2f64.ln())]);
     assert!(
-        m.objective(&[&obs(130.0, 90.0)], &reference, &ahead)
-            > m.objective(&[&obs(105.0, 105.0)], &reference, &ahead)
+        m.goal.objective(&[&obs(130.0, 90.0)], &reference, &ahead)
+            > m.goal.objective(&[&obs(105.0, 105.0)], &reference, &ahead)
     );
     // Weights make the objective the workload's: y at three times x's weight.
     let mut weighted = goal(true);
     weighted.weights = BTreeMap::from([("x".to_string(), 1.0), ("y".to_string(), 3.0)]);
     let w = ModelProposer::new(space(), 1, weighted);
-    let got = w.objective(&[&obs(120.0, 100.0)], &reference, &ahead);
+    let got = w.goal.objective(&[&obs(120.0, 100.0)], &reference, &ahead);
     assert!((got - 1.2f64.ln() / 4.0).abs() < 1e-12, "{got}");
     // For a metric to minimize, lower is better.
     let min = ModelProposer::new(space(), 1, goal(false));
-    assert!(min.objective(&[&obs(90.0, 90.0)], &reference, &at) > 0.0);
+    assert!(min.goal.objective(&[&obs(90.0, 90.0)], &reference, &at) > 0.0);
 }
 
 #[test]
@@ -300,7 +302,7 @@ fn an_assignment_measured_twice_is_ranked_once_on_its_average() {
         .into(),
         ..ProposalContext::default()
     };
-    let ranked = m.ranked(&ctx);
+    let ranked = m.goal.ranked(&ctx);
     assert_eq!(ranked.len(), 3, "{ranked:?}");
     assert_eq!(ranked[0].1, steady);
     assert_eq!(ranked[1].1, lucky);

@@ -157,7 +157,7 @@ async fn tick_one(
         )
         .ok(),
         simulate: None,
-        strategy: Strategy::Model,
+        strategy: Strategy::Tpe,
         targets: remote.map(|r| (r.targets, r.options)),
     };
     let status = match run(

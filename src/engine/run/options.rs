@@ -33,6 +33,9 @@ text_enum! {
         /// A surrogate model fitted to every measurement in the context, racing screened
         /// contenders and judging only their leader in full.
         Model = "model",
+        /// The tree-structured Parzen estimator (Optuna's defaults), racing screened
+        /// contenders and judging only their leader in full.
+        Tpe = "tpe",
         /// Local moves around the incumbent with 30% random draws.
         Hill = "hill",
         /// Uniform draws over the untried assignments.

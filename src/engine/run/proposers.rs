@@ -6,7 +6,7 @@ use crate::engine::agent_host::{AgentProposer, AgentSettings, ENV_API_KEY, ENV_B
 use crate::measure::Direction;
 use crate::record::{ProposerChoice, RunProposer};
 use crate::task::{Fingerprint, Resolved, Task};
-use agent::{Goal, ModelProposer, Proposer, ReplayProposer, SearchProposer};
+use agent::{Goal, ModelProposer, Proposer, ReplayProposer, SearchProposer, TpeProposer};
 use anyhow::{Context as _, Result, bail};
 use sandbox::{CancelFlag, Runner};
 
@@ -101,17 +101,15 @@ pub fn make_proposer<'a>(
         RunProposer::Search => {
             let spec = task.params.as_ref().context("task has no [params]")?;
             let space = agent::ParamSpace::new(spec.values.clone(), &spec.constraints)?;
+            let goal = Goal {
+                maximize: task.metric.direction == Direction::Maximize,
+                min_gain: task.metric.min_gain,
+                case_tolerance: task.metric.case_tolerance,
+                weights: task.metric.weights.as_map().clone(),
+            };
             Ok(match strategy {
-                Strategy::Model => Box::new(ModelProposer::new(
-                    space,
-                    seed,
-                    Goal {
-                        maximize: task.metric.direction == Direction::Maximize,
-                        min_gain: task.metric.min_gain,
-                        case_tolerance: task.metric.case_tolerance,
-                        weights: task.metric.weights.as_map().clone(),
-                    },
-                )),
+                Strategy::Model => Box::new(ModelProposer::new(space, seed, goal)),
+                Strategy::Tpe => Box::new(TpeProposer::new(space, seed, goal)),
                 Strategy::Hill => Box::new(SearchProposer::new(space, seed)),
                 Strategy::Random => Box::new(SearchProposer::random(space, seed)),
             })

@@ -1,0 +1,197 @@
+//! The tree-structured Parzen estimator (TPE; Bergstra et al., 2011) over a task's `[params]`,
+//! with Optuna's defaults, racing like the model search (race.rs). Measured assignments are
+//! ranked by what the judge could accept of them (scoring.rs); the best `gamma(n)` form the
+//! "good" density l and the rest the "bad" density g, one categorical distribution per
+//! parameter with a uniform prior; the next proposal is the fresh assignment with the highest
+//! l/g among draws from l. Until a few assignments are measured, proposals are uniform draws.
+//! Its constants are Optuna's, not fitted to any landscape here.
+
+use crate::race::{Race, Step, unsettled_near_tie};
+use crate::scoring::Goal;
+use crate::search::{ParamSpace, draw, fresh, random_fresh};
+use crate::tuning::BIG_STEP;
+use crate::{
+    AgentError, Origin, Params, Proposal, ProposalContext, ProposedChange, Proposer, Reach,
+};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+
+/// Uniform draws until this many assignments are measured (Optuna's `n_startup_trials`).
+const STARTUP: usize = 10;
+/// Draws from l among which the best l/g is proposed (Optuna's `n_ei_candidates`).
+const CANDIDATES: usize = 24;
+/// Draws attempted to find them: many fall on measured or invalid assignments.
+const ATTEMPTS: usize = 2_000;
+/// Weight of the uniform prior in each density (Optuna's `prior_weight`).
+const PRIOR_WEIGHT: f64 = 1.0;
+
+/// How many of `n` ranked assignments form the good density: Optuna's default gamma,
+/// min(ceil(0.1 n), 25).
+fn gamma(n: usize) -> usize {
+    n.div_ceil(10).min(25)
+}
+
+pub struct TpeProposer {
+    space: ParamSpace,
+    rng: ChaCha8Rng,
+    goal: Goal,
+    race: Race,
+}
+
+/// One categorical distribution per parameter over its declared values.
+type Density = BTreeMap<String, Vec<f64>>;
+
+impl TpeProposer {
+    pub fn new(space: ParamSpace, seed: u64, goal: Goal) -> Self {
+        TpeProposer {
+            space,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            goal,
+            race: Race::default(),
+        }
+    }
+
+    /// The Parzen estimate of `points`: each value's count plus the prior spread evenly.
+    fn density<'a>(&self, points: impl Iterator<Item = &'a Params> + Clone) -> Density {
+        self.space
+            .values
+            .iter()
+            .map(|(name, vals)| {
+                let mut w = vec![PRIOR_WEIGHT / vals.len() as f64; vals.len()];
+                for p in points.clone() {
+                    if let Some(at) = p.get(name).and_then(|v| vals.iter().position(|x| x == v)) {
+                        w[at] += 1.0;
+                    }
+                }
+                let total: f64 = w.iter().sum();
+                (name.clone(), w.into_iter().map(|x| x / total).collect())
+            })
+            .collect()
+    }
+
+    fn log_density(&self, density: &Density, p: &Params) -> f64 {
+        self.space
+            .values
+            .iter()
+            .map(|(name, vals)| {
+                let at = p.get(name).and_then(|v| vals.iter().position(|x| x == v));
+                at.map_or(f64::NEG_INFINITY, |i| density[name][i].ln())
+            })
+            .sum()
+    }
+
+    /// The next fresh assignment and how it was chosen: `Explore` for a uniform draw, `Parzen`
+    /// for the best l/g among draws from l.
+    fn choose(
+        &mut self,
+        ranked: &[(f64, Params)],
+        ctx: &ProposalContext,
+    ) -> Option<(Params, Reach)> {
+        if ranked.len() < STARTUP {
+            return random_fresh(&self.space, ctx, &mut self.rng).map(|p| (p, Reach::Explore));
+        }
+        let split = gamma(ranked.len());
+        let good = self.density(ranked[..split].iter().map(|(_, p)| p));
+        let bad = self.density(ranked[split..].iter().map(|(_, p)| p));
+        let mut best: Option<(f64, Params)> = None;
+        let mut found = 0;
+        for _ in 0..ATTEMPTS {
+            if found == CANDIDATES {
+                break;
+            }
+            let p = draw(&self.space, &good, &mut self.rng);
+            if !fresh(&self.space, &p, ctx) {
+                continue;
+            }
+            found += 1;
+            let ratio = self.log_density(&good, &p) - self.log_density(&bad, &p);
+            if best.as_ref().is_none_or(|(r, _)| ratio > *r) {
+                best = Some((ratio, p));
+            }
+        }
+        match best {
+            Some((_, p)) => Some((p, Reach::Parzen)),
+            None => random_fresh(&self.space, ctx, &mut self.rng).map(|p| (p, Reach::Explore)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Proposer for TpeProposer {
+    fn name(&self) -> &str {
+        "search"
+    }
+
+    fn wants_observations(&self) -> bool {
+        true
+    }
+
+    async fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
+        let ranked = self.goal.ranked(ctx);
+        let chosen = self.choose(&ranked, ctx);
+        let mut screen_only = false;
+        if ctx.can_screen {
+            let threshold = (1.0 + self.goal.min_gain).ln();
+            // TPE has no predicted gain to hold a race open: a fresh assignment left is
+            // enough to go on screening, and the race settles on its own counts.
+            let hope = chosen.is_some().then_some(f64::NEG_INFINITY);
+            match self.race.step(ctx, &ranked, threshold, hope) {
+                Step::Confirm(leader, screened) => {
+                    let again = (screened > BIG_STEP.ln())
+                        .then(|| unsettled_near_tie(&leader, screened, &ranked, ctx))
+                        .flatten();
+                    let (params, origin, note) = match again {
+                        Some(p) => (
+                            p,
+                            Origin::Rescreen,
+                            "a near-tie at the top of the race: the rest of its screen, before the leader is judged in full".to_string(),
+                        ),
+                        None => (
+                            leader,
+                            Origin::Confirm,
+                            format!(
+                                "the race's leader ({:+.1}% on the incumbent in screening, the best of its contenders), judged in full",
+                                screened.exp_m1() * 100.0
+                            ),
+                        ),
+                    };
+                    return Ok(Some(Proposal {
+                        note: Some(note),
+                        screen_only: origin.screen_only(),
+                        origin,
+                        change: ProposedChange::Params(params),
+                        usage: None,
+                    }));
+                }
+                Step::Done => return Ok(None),
+                Step::Judge => {}
+                Step::Screen => screen_only = true,
+            }
+        }
+        Ok(chosen.map(|(p, how)| Proposal {
+            note: Some(match how {
+                Reach::Parzen => format!(
+                    "TPE: the best l/g of {CANDIDATES} draws from the best {} of {} measured",
+                    gamma(ranked.len()),
+                    ranked.len()
+                ),
+                _ => format!(
+                    "a uniform draw ({} of {STARTUP} measured before TPE)",
+                    ranked.len()
+                ),
+            }),
+            origin: if screen_only {
+                Origin::Screen
+            } else {
+                Origin::Model(how)
+            },
+            change: ProposedChange::Params(p),
+            usage: None,
+            screen_only,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,77 @@
+/* Harness-owned helpers shared by check.c and bench.c: seeded random numbers, the workload
+   file reader and a monotonic clock. */
+#ifndef HARNESS_H
+#define HARNESS_H
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t rng_state;
+
+static inline void rng_seed_from_env(void) {
+    const char *s = getenv("POLYMORPH_SEED");
+    rng_state = s ? strtoull(s, NULL, 10) : 42;
+    rng_state ^= 0x9E3779B97F4A7C15ull;
+    if (rng_state == 0) rng_state = 1;
+}
+
+static inline uint64_t rng_next(void) { /* xorshift64* */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ull;
+}
+
+/* Uniform in [-scale, scale). */
+static inline float rng_float(float scale) {
+    return scale * (float)((rng_next() >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+static inline double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+#define MAX_CASES 64
+struct conv_case { char name[64]; int channels, length, taps; };
+
+/* Reads {"cases": [{"name": "...", "channels": 1536, "length": 1024, "taps": 4}, ...]};
+   returns the count. */
+static inline int read_workload(const char *path, struct conv_case *cases) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { fprintf(stderr, "cannot open workload %s\n", path); exit(2); }
+    static char buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    int count = 0;
+    char *p = strstr(buf, "\"cases\"");
+    while (p && (p = strchr(p, '{')) && count < MAX_CASES) {
+        char *end = strchr(p, '}');
+        if (!end) break;
+        *end = 0;
+        struct conv_case *c = &cases[count];
+        memset(c, 0, sizeof *c);
+        char *q;
+        if ((q = strstr(p, "\"name\"")) && (q = strchr(q + 6, '"'))) sscanf(q + 1, "%63[^\"]", c->name);
+        if ((q = strstr(p, "\"channels\""))) sscanf(strchr(q + 10, ':') + 1, "%d", &c->channels);
+        if ((q = strstr(p, "\"length\""))) sscanf(strchr(q + 8, ':') + 1, "%d", &c->length);
+        if ((q = strstr(p, "\"taps\""))) sscanf(strchr(q + 6, ':') + 1, "%d", &c->taps);
+        if (c->channels <= 0 || c->length <= 0 || c->taps <= 0) { fprintf(stderr, "bad case in %s\n", path); exit(2); }
+        if (!c->name[0]) snprintf(c->name, sizeof c->name, "c%d_l%d_k%d", c->channels, c->length, c->taps);
+        count++;
+        p = end + 1;
+    }
+    if (count == 0) { fprintf(stderr, "no cases in %s\n", path); exit(2); }
+    return count;
+}
+
+static inline const char *workload_path(void) {
+    const char *w = getenv("POLYMORPH_WORKLOAD");
+    return w && *w ? w : "workloads/filters.json";
+}
+#endif
