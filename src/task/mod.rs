@@ -3,6 +3,7 @@
 
 pub mod context;
 mod files;
+pub mod join;
 mod judging;
 pub mod node;
 pub mod params;

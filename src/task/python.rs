@@ -3,6 +3,7 @@
 //! by the file's hash, under the user's cache), and the task's commands find it first on PATH,
 //! offline. A run refuses to start, saying what to install, until it is there.
 
+use super::join::{self, Join, RawJoin};
 use anyhow::{Context as _, Result, bail};
 use sandbox::{RelPath, sha256_hex};
 use std::path::{Path, PathBuf};
@@ -17,6 +18,9 @@ const HASH_LEN: usize = 12;
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPython {
     pub(super) requirements: String,
+    /// Files joined from parts the wheels install (join.rs).
+    #[serde(default)]
+    pub(super) join: Vec<RawJoin>,
 }
 
 /// A task's Python environment: its pinned packages and where they are installed.
@@ -26,6 +30,9 @@ pub struct PythonEnv {
     pub requirements: PathBuf,
     /// `name==version`, one per package, as the file lists them.
     pub pins: Vec<String>,
+    /// Files joined from the installed parts, after the packages are in.
+    pub joins: Vec<Join>,
+    /// The requirements and the joins, as the ready marker and the directory's hash hold them.
     text: String,
     /// The virtual environment's directory.
     pub dir: PathBuf,
@@ -47,8 +54,15 @@ pub(super) fn cache_root() -> PathBuf {
 
 /// Reads and checks the requirements file: every line a pinned `name==version` (comments and
 /// blank lines aside), so that the environment is the same on every machine.
-pub(super) fn parse(task_dir: &Path, task_name: &str, file: &Path, raw: &str) -> Result<PythonEnv> {
+pub(super) fn parse(
+    task_dir: &Path,
+    task_name: &str,
+    file: &Path,
+    raw_python: &RawPython,
+) -> Result<PythonEnv> {
     let f = file.display();
+    let raw = raw_python.requirements.as_str();
+    let joins = join::parse(file, &raw_python.join)?;
     let rel = RelPath::new(raw).map_err(|e| anyhow::anyhow!("{f}: python.requirements: {e}"))?;
     let path = rel.under(task_dir);
     let text = std::fs::read_to_string(&path).with_context(|| {
@@ -84,10 +98,15 @@ pub(super) fn parse(task_dir: &Path, task_name: &str, file: &Path, raw: &str) ->
     if pins.is_empty() {
         bail!("{}: lists no packages", path.display());
     }
+    let mut text = text;
+    for j in &joins {
+        text.push_str(&format!("# {}\n", j.describe()));
+    }
     let hash = &sha256_hex(text.as_bytes())[..HASH_LEN];
     Ok(PythonEnv {
         requirements: path,
         pins,
+        joins,
         dir: cache_root()
             .join("python")
             .join(format!("{task_name}-{hash}")),
@@ -111,9 +130,10 @@ impl PythonEnv {
         format!("{}:{host}", self.bin().display())
     }
 
-    /// Creates the environment with `python` and installs the pins with pip (no dependencies
-    /// beyond the pinned ones), in a scratch directory renamed into place at the end, so an
-    /// interrupted install leaves nothing that looks ready. pip's output goes to stderr.
+    /// Creates the environment with `python`, installs the pins with pip (no dependencies
+    /// beyond the pinned ones) and joins the files split across them, in a scratch directory
+    /// renamed into place at the end, so an interrupted install leaves nothing that looks
+    /// ready. pip's output goes to stderr.
     pub fn install(&self, python: &str) -> Result<()> {
         install_fresh(&self.dir, &self.text, |scratch| {
             run(
@@ -126,7 +146,16 @@ impl PythonEnv {
                     .args(["--disable-pip-version-check", "-r"])
                     .arg(&self.requirements),
                 "pip install",
-            )
+            )?;
+            if self.joins.is_empty() {
+                return Ok(());
+            }
+            let site = join::site_packages(scratch)?;
+            for j in &self.joins {
+                eprintln!("joining {} from {} parts", j.into.as_str(), j.parts.len());
+                join::apply(&site, j)?;
+            }
+            Ok(())
         })
     }
 }
@@ -179,7 +208,11 @@ mod tests {
     fn parsed(text: &str) -> Result<PythonEnv> {
         let dir = tempfile::tempdir()?;
         std::fs::write(dir.path().join("requirements.txt"), text)?;
-        parse(dir.path(), "t", Path::new("task.toml"), "requirements.txt")
+        let raw = RawPython {
+            requirements: "requirements.txt".into(),
+            join: Vec::new(),
+        };
+        parse(dir.path(), "t", Path::new("task.toml"), &raw)
     }
 
     #[test]

@@ -222,7 +222,7 @@ impl Task {
             None => None,
         };
         let python = match &raw.python {
-            Some(p) => Some(python::parse(&dir, &raw.name, file, &p.requirements)?),
+            Some(p) => Some(python::parse(&dir, &raw.name, file, p)?),
             None => None,
         };
         let node = match &raw.node {
