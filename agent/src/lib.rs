@@ -10,6 +10,7 @@ mod origin;
 mod prepend;
 mod race;
 mod replay;
+mod sample;
 mod scoring;
 mod search;
 mod surrogate;

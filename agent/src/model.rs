@@ -12,7 +12,8 @@
 
 use crate::features::{Features, indices};
 use crate::race::{Race, Step, unsettled_near_tie};
-use crate::search::{ParamSpace, draw, fresh, random_fresh, untried};
+use crate::sample::{draw, random_fresh};
+use crate::search::{ParamSpace, fresh, untried};
 use crate::surrogate::Surrogate;
 use crate::tuning::{
     BIG_STEP, DENSITY_CANDIDATES, DENSITY_DRAWS, GOOD_SHARE, LOCAL_MOVES, MAX_ENUMERATED, NEAR,

@@ -7,8 +7,9 @@
 //! Its constants are Optuna's, not fitted to any landscape here.
 
 use crate::race::{Race, Step, unsettled_near_tie};
+use crate::sample::{draw, random_fresh};
 use crate::scoring::Goal;
-use crate::search::{ParamSpace, draw, fresh, random_fresh};
+use crate::search::{ParamSpace, fresh};
 use crate::tuning::BIG_STEP;
 use crate::{
     AgentError, Origin, Params, Proposal, ProposalContext, ProposedChange, Proposer, Reach,

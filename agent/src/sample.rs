@@ -1,0 +1,44 @@
+//! Drawing assignments for the searches that learn from measurements: a fresh one uniformly,
+//! or one from a categorical distribution per parameter (a Parzen estimate).
+
+use crate::search::{ParamSpace, fresh, sweep};
+use crate::tuning::FRESH_DRAWS;
+use crate::{Params, ProposalContext};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+
+/// A fresh assignment drawn uniformly, else found by `sweep`; `None` when none is left.
+pub(crate) fn random_fresh(
+    space: &ParamSpace,
+    ctx: &ProposalContext,
+    rng: &mut ChaCha8Rng,
+) -> Option<Params> {
+    (0..FRESH_DRAWS)
+        .map(|_| space.random(rng))
+        .find(|p| fresh(space, p, ctx))
+        .or_else(|| sweep(space, ctx, rng))
+}
+
+/// An assignment drawn from one categorical distribution per parameter over its declared
+/// values (`density[name][i]`: the chance of the i-th value).
+pub(crate) fn draw(
+    space: &ParamSpace,
+    density: &BTreeMap<String, Vec<f64>>,
+    rng: &mut ChaCha8Rng,
+) -> Params {
+    let mut p = Params::new();
+    for (name, vals) in &space.values {
+        let mut u = rng.random::<f64>();
+        let mut at = vals.len() - 1;
+        for (i, x) in density[name].iter().enumerate() {
+            if u < *x {
+                at = i;
+                break;
+            }
+            u -= x;
+        }
+        p.insert(name.clone(), vals[at].clone());
+    }
+    p
+}
