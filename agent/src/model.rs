@@ -12,7 +12,7 @@
 
 use crate::features::{Features, indices};
 use crate::race::{Race, Step, unsettled_near_tie};
-use crate::sample::{draw, random_fresh};
+use crate::sample::{density, draw, random_fresh};
 use crate::search::{ParamSpace, fresh, untried};
 use crate::surrogate::Surrogate;
 use crate::tuning::{
@@ -67,33 +67,6 @@ impl ModelProposer {
             goal,
             race: Race::default(),
         }
-    }
-
-    /// Per parameter, a density over its declared values from `points`.
-    fn density(&self, points: &[&Params]) -> BTreeMap<String, Vec<f64>> {
-        self.space
-            .values
-            .iter()
-            .map(|(name, vals)| {
-                let k = vals.len();
-                let mut w = vec![PRIOR / k as f64; k];
-                for p in points {
-                    let Some(at) = p.get(name).and_then(|v| vals.iter().position(|x| x == v))
-                    else {
-                        continue;
-                    };
-                    w[at] += 1.0;
-                    if at > 0 {
-                        w[at - 1] += NEIGHBOUR;
-                    }
-                    if at + 1 < k {
-                        w[at + 1] += NEIGHBOUR;
-                    }
-                }
-                let total: f64 = w.iter().sum();
-                (name.clone(), w.into_iter().map(|x| x / total).collect())
-            })
-            .collect()
     }
 
     /// Which of the enumerated (valid) assignments are `untried`, so that each proposal decides
@@ -190,7 +163,7 @@ impl ModelProposer {
                         .filter(|p| self.is_fresh(flags, p, ctx)),
                 );
             }
-            let l = self.density(&good);
+            let l = density(&self.space, good.iter().copied(), PRIOR, NEIGHBOUR);
             let mut found = 0;
             for _ in 0..DENSITY_DRAWS {
                 if found == DENSITY_CANDIDATES {

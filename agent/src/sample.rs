@@ -1,5 +1,5 @@
 //! Drawing assignments for the searches that learn from measurements: a fresh one uniformly,
-//! or one from a categorical distribution per parameter (a Parzen estimate).
+//! or one from a categorical distribution per parameter (a Parzen estimate), and that estimate.
 
 use crate::search::{ParamSpace, fresh, sweep};
 use crate::tuning::FRESH_DRAWS;
@@ -41,4 +41,37 @@ pub(crate) fn draw(
         p.insert(name.clone(), vals[at].clone());
     }
     p
+}
+
+/// The Parzen estimate of `points` over `space`: per parameter, each value's count, plus
+/// `prior` spread evenly over its values (so none is ever ruled out), plus `neighbour` lent to
+/// the values declared on either side of each one counted; normalised.
+pub(crate) fn density<'a>(
+    space: &ParamSpace,
+    points: impl Iterator<Item = &'a Params> + Clone,
+    prior: f64,
+    neighbour: f64,
+) -> BTreeMap<String, Vec<f64>> {
+    space
+        .values
+        .iter()
+        .map(|(name, vals)| {
+            let k = vals.len();
+            let mut w = vec![prior / k as f64; k];
+            for p in points.clone() {
+                let Some(at) = p.get(name).and_then(|v| vals.iter().position(|x| x == v)) else {
+                    continue;
+                };
+                w[at] += 1.0;
+                if at > 0 {
+                    w[at - 1] += neighbour;
+                }
+                if at + 1 < k {
+                    w[at + 1] += neighbour;
+                }
+            }
+            let total: f64 = w.iter().sum();
+            (name.clone(), w.into_iter().map(|x| x / total).collect())
+        })
+        .collect()
 }

@@ -7,7 +7,7 @@
 //! Its constants are Optuna's, not fitted to any landscape here.
 
 use crate::race::{Race, Step, unsettled_near_tie};
-use crate::sample::{draw, random_fresh};
+use crate::sample::{density, draw, random_fresh};
 use crate::scoring::Goal;
 use crate::search::{ParamSpace, fresh};
 use crate::tuning::BIG_STEP;
@@ -53,24 +53,6 @@ impl TpeProposer {
         }
     }
 
-    /// The Parzen estimate of `points`: each value's count plus the prior spread evenly.
-    fn density<'a>(&self, points: impl Iterator<Item = &'a Params> + Clone) -> Density {
-        self.space
-            .values
-            .iter()
-            .map(|(name, vals)| {
-                let mut w = vec![PRIOR_WEIGHT / vals.len() as f64; vals.len()];
-                for p in points.clone() {
-                    if let Some(at) = p.get(name).and_then(|v| vals.iter().position(|x| x == v)) {
-                        w[at] += 1.0;
-                    }
-                }
-                let total: f64 = w.iter().sum();
-                (name.clone(), w.into_iter().map(|x| x / total).collect())
-            })
-            .collect()
-    }
-
     fn log_density(&self, density: &Density, p: &Params) -> f64 {
         self.space
             .values
@@ -93,8 +75,18 @@ impl TpeProposer {
             return random_fresh(&self.space, ctx, &mut self.rng).map(|p| (p, Reach::Explore));
         }
         let split = gamma(ranked.len());
-        let good = self.density(ranked[..split].iter().map(|(_, p)| p));
-        let bad = self.density(ranked[split..].iter().map(|(_, p)| p));
+        let good = density(
+            &self.space,
+            ranked[..split].iter().map(|(_, p)| p),
+            PRIOR_WEIGHT,
+            0.0,
+        );
+        let bad = density(
+            &self.space,
+            ranked[split..].iter().map(|(_, p)| p),
+            PRIOR_WEIGHT,
+            0.0,
+        );
         let mut best: Option<(f64, Params)> = None;
         let mut found = 0;
         for _ in 0..ATTEMPTS {

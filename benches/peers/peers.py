@@ -95,13 +95,18 @@ class Ledger:
             return None
         if key in self.land.failed:
             return None
-        self.spent += 2
         gain = self.land.draw(key, self.rng)
+        self.charge(key, gain)
+        return gain
+
+    def charge(self, key, gain):
+        """Records one evaluation of `key` (two processes) and, at each budget it closes, what
+        would ship."""
+        self.spent += 2
         self.draws.setdefault(key, []).append(gain)
         for b in self.budgets:
             if b not in self.shipped and self.spent + 2 > b:
                 self.shipped[b] = self.ship()
-        return gain
 
     def ship(self):
         return max(self.draws, key=lambda k: sum(self.draws[k]) / len(self.draws[k]))
@@ -181,11 +186,7 @@ def run_kernel_tuner(land, ledger, strategy, seed, draw_rng):
         if key in charged or key not in land.samples:
             return
         charged.add(key)
-        ledger.spent += 2
-        ledger.draws[key] = [entries[",".join(str(v) for v in key)]["score"]]
-        for b in ledger.budgets:
-            if b not in ledger.shipped and ledger.spent + 2 > b:
-                ledger.shipped[b] = ledger.ship()
+        ledger.charge(key, entries[",".join(str(v) for v in key)]["score"])
 
     # Each strategy's default options; the process budget as its limit on evaluations (the
     # genetic algorithm and the swarm may end sooner, after their default generations).

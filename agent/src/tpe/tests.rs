@@ -131,7 +131,7 @@ async fn racing_it_reaches_the_peak_and_judges_only_screened_leaders() {
 fn the_good_density_favours_the_values_of_the_best_measured() {
     let t = TpeProposer::new(space(), 0, goal());
     let good = [assignment(4, 1, 2), assignment(4, 0, 2)];
-    let d = t.density(good.iter());
+    let d = density(&t.space, good.iter(), PRIOR_WEIGHT, 0.0);
     // A=4 holds two of the three units of weight (the prior is the third, spread over six).
     assert!(
         (d["A"][4] - (2.0 + 1.0 / 6.0) / 3.0).abs() < 1e-12,
