@@ -130,9 +130,10 @@ pub struct RunArgs {
     /// OPENAI_BASE_URL and the key from OPENAI_API_KEY, never from a flag.
     #[arg(long)]
     pub model: Option<String>,
-    /// tools (OpenAI tool calling), text (SEARCH/REPLACE blocks, for servers without tools) or
-    /// whole-file (whole files in fenced blocks, for the smallest models). A conversation that
-    /// goes nowhere falls back to the next one by itself.
+    /// tools (OpenAI tool calling), text (SEARCH/REPLACE blocks, for servers without tools),
+    /// whole-file (whole files in fenced blocks) or focused (one change, built and tested at
+    /// once, and one repair: for small models). A conversation that goes nowhere falls back to
+    /// focused by itself, and later proposals start there.
     #[arg(long, default_value = "tools")]
     pub agent_protocol: String,
     /// Seconds a model request may wait for its first token before it is abandoned and retried

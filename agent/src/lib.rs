@@ -16,6 +16,7 @@ mod search;
 mod surrogate;
 mod tpe;
 mod tuning;
+mod widen;
 
 pub use error::AgentError;
 
@@ -26,6 +27,7 @@ pub use replay::ReplayProposer;
 pub use scoring::Goal;
 pub use search::{ParamSpace, SearchProposer, params_key};
 pub use tpe::TpeProposer;
+pub use widen::{Build, Widening};
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -115,6 +117,9 @@ pub struct ProposalContext {
     pub floor: BTreeMap<String, f64>,
     /// Candidates left in this run, this one included, when the run has a budget.
     pub remaining: Option<usize>,
+    /// Knobs the incumbent's parameter file declares beyond the task's `[params]` (a candidate
+    /// added them), with their values: the search explores them too.
+    pub knobs: BTreeMap<String, Vec<Value>>,
 }
 
 /// A source of candidates.

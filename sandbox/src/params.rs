@@ -64,6 +64,9 @@ pub fn parse_params(
     match format {
         ParamFormat::CDefine => {
             for line in text.lines() {
+                // A comment after the value (`// values: ...`, `/* ... */`) is not part of it.
+                let line = line.split("//").next().unwrap_or_default();
+                let line = line.split("/*").next().unwrap_or_default();
                 let mut words = line.split_whitespace();
                 if words.next() == Some("#define")
                     && let Some(key) = words.next()
@@ -117,5 +120,13 @@ mod tests {
                 "{f:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_comment_after_a_define_is_not_its_value() {
+        let text = "#define TILE 64 // values: 16, 32, 64\n#define ORDER ikj /* rows first */\n";
+        let p = parse_params(ParamFormat::CDefine, text).unwrap();
+        assert_eq!(p["TILE"], Value::from(64));
+        assert_eq!(p["ORDER"], Value::from("ikj"));
     }
 }

@@ -5,6 +5,7 @@ pub mod context;
 mod files;
 pub mod join;
 mod judging;
+pub mod knobs;
 pub mod node;
 pub mod params;
 pub mod python;

@@ -20,14 +20,14 @@ fn candidate(env: &Env) -> Value {
 const EDIT: &str = "params.h\n<<<<<<< SEARCH\n#define PAD_PERMILLE 200\n=======\n#define PAD_PERMILLE 0\n>>>>>>> REPLACE\n";
 
 #[test]
-fn placeholder_arguments_are_nudged_then_the_text_protocol_takes_over() {
+fn placeholder_arguments_are_nudged_then_the_focused_protocol_takes_over() {
     let env = Env::new();
     let task = env.task("spin");
     let placeholder = json!({ "path": "kernel.c", "old": "old", "new": "new" });
     let (url, fake) = serve(vec![
         tool("replace_text", placeholder.clone()),
         tool("replace_text", placeholder),
-        // In the text protocol: a real block, and no SUBMIT (as many models answer).
+        // In the focused protocol: a real block, and no SUBMIT (as many models answer).
         text(EDIT),
     ]);
     let report = agent(&env, &url, &task, &[]);
@@ -41,7 +41,7 @@ fn placeholder_arguments_are_nudged_then_the_text_protocol_takes_over() {
     );
     assert!(
         seen[2].body.get("tools").is_none(),
-        "switched to the text protocol"
+        "switched to the focused protocol"
     );
     let system = seen[2].body["messages"][0]["content"].as_str().unwrap();
     assert!(
@@ -57,12 +57,15 @@ fn placeholder_arguments_are_nudged_then_the_text_protocol_takes_over() {
     );
     drop(seen);
     let c = candidate(&env);
-    assert_eq!(c["agent_protocol"], "text", "{c}");
-    assert!(c["note"].as_str().unwrap().contains("no SUBMIT"), "{c}");
+    assert_eq!(c["agent_protocol"], "focused", "{c}");
+    assert!(
+        c["note"].as_str().unwrap().contains("built and passed"),
+        "{c}"
+    );
 }
 
 #[test]
-fn the_next_proposal_starts_in_the_protocol_the_model_last_submitted_in() {
+fn the_next_proposal_starts_in_the_protocol_the_last_one_ended_in() {
     let env = Env::new();
     let task = env.task("spin");
     let placeholder = json!({ "path": "kernel.c", "old": "old", "new": "new" });
@@ -71,7 +74,7 @@ fn the_next_proposal_starts_in_the_protocol_the_model_last_submitted_in() {
         tool("replace_text", placeholder.clone()),
         tool("replace_text", placeholder),
         text(EDIT),
-        // The second proposal: asked in the text protocol at once, no tools offered.
+        // The second proposal: asked in the focused protocol at once, no tools offered.
         text(second),
     ]);
     let report = agent(&env, &url, &task, &["--budget", "2"]);
@@ -86,7 +89,7 @@ fn the_next_proposal_starts_in_the_protocol_the_model_last_submitted_in() {
     let system = seen[3].body["messages"][0]["content"].as_str().unwrap();
     assert!(system.contains("<<<<<<< SEARCH"), "{system}");
     drop(seen);
-    assert_eq!(candidate(&env)["agent_protocol"], "text");
+    assert_eq!(candidate(&env)["agent_protocol"], "focused");
 }
 
 #[test]
@@ -97,13 +100,16 @@ fn empty_replies_end_the_proposal_early_after_every_protocol() {
     let report = agent(&env, &url, &task, &[]);
     assert_eq!(report["candidates"], 1, "{report}");
     let seen = fake.seen.lock().unwrap();
-    // Two empty replies per protocol: tools, text, whole files; then it gives up.
-    assert_eq!(seen.len(), 6, "{} requests", seen.len());
+    // Two empty replies in tools, then the focused request and its repair; then it gives up.
+    assert_eq!(seen.len(), 4, "{} requests", seen.len());
     drop(seen);
     let c = candidate(&env);
     assert_eq!(c["verdict"], "failed");
-    assert!(c["note"].as_str().unwrap().contains("went nowhere"), "{c}");
-    assert_eq!(c["agent_protocol"], "whole-file");
+    assert!(
+        c["note"].as_str().unwrap().contains("focused request"),
+        "{c}"
+    );
+    assert_eq!(c["agent_protocol"], "focused");
 }
 
 #[test]

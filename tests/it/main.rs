@@ -5,6 +5,7 @@
 
 mod adversarial;
 mod agent;
+mod agent_focused;
 mod agent_models;
 mod cluster;
 mod common;
@@ -13,6 +14,7 @@ mod cycles;
 mod docs;
 mod faults;
 mod gpu;
+mod knobs;
 mod layers;
 mod llm_serve;
 mod lying_worker;

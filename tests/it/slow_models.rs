@@ -153,7 +153,7 @@ fn a_looping_reply_is_cut_and_goes_back_as_its_first_lines_and_a_sentence() {
 }
 
 #[test]
-fn the_same_whole_file_reply_again_is_nudged_then_ends_the_conversation() {
+fn the_same_whole_file_reply_again_is_nudged_then_falls_back_to_one_focused_repair() {
     let env = Env::new();
     let task = env.task("spin");
     // A real habit of a 1.5B model in the whole-file protocol: a path and a block holding one
@@ -164,17 +164,22 @@ fn the_same_whole_file_reply_again_is_nudged_then_ends_the_conversation() {
     let seen = fake.seen.lock().unwrap();
     assert_eq!(
         seen.len(),
-        3,
-        "built once, nudged once, then ended: {report}"
+        5,
+        "built once, nudged once, then the focused request and its repair: {report}"
     );
     let note = &env.json(&["query", "SELECT note FROM candidates"])[0]["note"];
-    assert!(
-        note.as_str().unwrap().contains("the same reply again"),
-        "{note}"
-    );
+    let note = note.as_str().unwrap();
+    assert!(note.contains("focused request"), "{note}");
+    assert!(note.contains("the same reply again"), "{note}");
     assert!(!seen[2].raw.contains(KEY));
-    let last: &Value = &seen[2].body["messages"];
-    assert!(last.to_string().contains("same reply"), "{last}");
+    let switched: &Value = &seen[3].body["messages"];
+    assert!(switched.to_string().contains("same reply"), "{switched}");
+    let repair = seen[4].body["messages"].to_string();
+    assert!(repair.contains("one chance to correct it"), "{repair}");
+    assert!(
+        repair.contains("obj['kernel_c']"),
+        "the files as they are: {repair}"
+    );
 }
 
 #[test]

@@ -49,6 +49,10 @@ pub struct Prompts {
     pub nudge: String,
     /// Template for starting over in a simpler protocol, with `{{why}}` and `{{files}}`.
     pub switch: String,
+    /// The focused protocol's one system prompt.
+    pub system_focused: String,
+    /// Template for its repair turn, with `{{why}}` (the error) and `{{files}}` (as they are).
+    pub repair: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +61,11 @@ pub enum Protocol {
     Tools,
     /// SEARCH/REPLACE blocks and BUILD / SUBMIT lines, for servers without tool calling.
     Text,
-    /// The whole new content of a file in a fenced block: what the smallest models manage.
+    /// The whole new content of a file in a fenced block, over several turns.
     WholeFile,
+    /// One request answered by one change (blocks or a whole file), built and tested at once,
+    /// and one repair turn with the error: what small models can follow.
+    Focused,
 }
 
 impl Protocol {
@@ -67,21 +74,26 @@ impl Protocol {
             Protocol::Tools => "tools",
             Protocol::Text => "text",
             Protocol::WholeFile => "whole-file",
+            Protocol::Focused => "focused",
         }
     }
 
-    /// How many simpler protocols a conversation in this one can still fall back to.
-    pub(super) fn fallbacks(self, whole_files: bool) -> usize {
-        std::iter::successors(self.fallback(whole_files), |p| p.fallback(whole_files)).count()
+    /// The protocol a `--agent-protocol` name stands for.
+    pub fn parse(name: &str) -> Option<Protocol> {
+        [
+            Protocol::Tools,
+            Protocol::Text,
+            Protocol::WholeFile,
+            Protocol::Focused,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == name)
     }
 
-    /// The next, simpler protocol; whole files only when the host can show them.
-    pub(super) fn fallback(self, whole_files: bool) -> Option<Protocol> {
-        match self {
-            Protocol::Tools => Some(Protocol::Text),
-            Protocol::Text if whole_files => Some(Protocol::WholeFile),
-            _ => None,
-        }
+    /// The protocol a conversation that goes nowhere in this one falls back to: the focused
+    /// one, which has no fallback of its own.
+    pub(super) fn fallback(self) -> Option<Protocol> {
+        (self != Protocol::Focused).then_some(Protocol::Focused)
     }
 }
 

@@ -6,15 +6,16 @@
 //! last version that built and passed is submitted rather than thrown away.
 
 use super::client::{Cut, ModelClient, ModelError, Reply, ToolCall};
-use super::edits::{TextEdit, parse_reply_in};
 use super::emitted::calls_in_text;
 use super::host::{Cancel, Limits, Outcome, Prompts, Protocol, ToolHost};
-use super::tools::{Step, replace_once, resolve_path, run_tool, tool_names, tool_specs};
+use super::tools::{Step, run_tool, tool_names, tool_specs};
 use super::watchdog::{self, Action, Turn, Watchdog};
 use super::window;
-use crate::{Params, ProposedChange, Usage};
+use crate::{ProposedChange, Usage};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+
+mod replies;
 
 /// The state of one conversation.
 struct Conversation<'a> {
@@ -36,6 +37,10 @@ struct Conversation<'a> {
     last_passing: Option<BTreeMap<String, String>>,
     /// The text of the last reply, to notice the same reply again.
     last_reply: Option<String>,
+    /// Replies taken in the focused protocol, which ends after `replies::FOCUSED_REPLIES`.
+    focused_replies: usize,
+    /// Why the conversation fell back to a simpler protocol, for the note it ends with.
+    fell_back: Option<String>,
 }
 
 impl Conversation<'_> {
@@ -44,6 +49,7 @@ impl Conversation<'_> {
             Protocol::Tools => &self.prompts.system_tools,
             Protocol::Text => &self.prompts.system_text,
             Protocol::WholeFile => &self.prompts.system_whole_file,
+            Protocol::Focused => &self.prompts.system_focused,
         }
     }
 
@@ -221,112 +227,6 @@ impl Conversation<'_> {
         TurnResult::Looked(look)
     }
 
-    /// Applies a text-protocol reply: edits, then PARAMS, SUBMIT or BUILD; edits without any
-    /// command are built and tested, and submitted when they pass.
-    async fn handle_text(&mut self, reply: &str) -> TurnResult {
-        let files = self.host.list_files();
-        let whole = self.protocol == Protocol::WholeFile;
-        let editable: Vec<&String> = files
-            .iter()
-            .filter(|f| whole && self.host.is_editable(f))
-            .collect();
-        let parsed = parse_reply_in(reply, &files, &editable);
-        let mut notes = parsed.malformed.clone();
-        let mut changed = false;
-        for edit in &parsed.edits {
-            let r = match edit {
-                TextEdit::Replace {
-                    path,
-                    search,
-                    replace,
-                } => replace_once(self.host, path, search, replace),
-                TextEdit::WholeFile { content, .. } if watchdog::placeholder_file(content) => Err(
-                    "that is the example's text, not a file: write the file's whole new content"
-                        .into(),
-                ),
-                TextEdit::WholeFile { path, content } => {
-                    let path = resolve_path(self.host, path);
-                    self.host
-                        .write_file(&path, content)
-                        .map(|()| format!("wrote {path}"))
-                }
-            };
-            match r {
-                Ok(_) => changed = true,
-                Err(e) => notes.push(e),
-            }
-        }
-        if let Some(json) = parsed.params.as_deref().filter(|_| self.with_params) {
-            match serde_json::from_str::<Params>(json) {
-                Ok(p) => {
-                    return TurnResult::Submitted(
-                        ProposedChange::Params(p),
-                        parsed.submit.unwrap_or_default(),
-                    );
-                }
-                Err(e) => notes.push(format!("PARAMS is not a JSON object of values: {e}")),
-            }
-        }
-        let silent = parsed.submit.is_none() && !parsed.build;
-        if notes.is_empty()
-            && (parsed.build || parsed.submit.is_some() || changed)
-            && let Some(done) = self
-                .build_or_submit(parsed.submit.clone(), silent, &mut notes)
-                .await
-        {
-            return done;
-        }
-        let look =
-            if parsed.edits.is_empty() && silent && parsed.params.is_none() && notes.is_empty() {
-                notes.push(
-                    "no edit, BUILD or SUBMIT found; answer in the format described at the start"
-                        .into(),
-                );
-                Turn::NoAction
-            } else if !changed && self.last_error.as_deref() == Some(notes.join("\n").as_str()) {
-                Turn::SameError(notes.join("; "))
-            } else {
-                Turn::Progress
-            };
-        let note = notes.join("\n");
-        self.last_error = (!changed).then(|| note.clone());
-        let m = self.feedback(&note);
-        self.messages.push(m);
-        TurnResult::Looked(look)
-    }
-
-    /// SUBMIT submits the changed files; BUILD, or edits without a command, builds and tests
-    /// them (edits that pass without a command are submitted). Nothing changed is said without
-    /// running anything: the incumbent is known to build and pass.
-    async fn build_or_submit(
-        &mut self,
-        submit: Option<String>,
-        silent: bool,
-        notes: &mut Vec<String>,
-    ) -> Option<TurnResult> {
-        let files = self.host.changed_files();
-        if files.is_empty() {
-            notes.push("nothing is changed yet: edit a file before BUILD or SUBMIT".into());
-            return None;
-        }
-        if let Some(why) = submit {
-            return Some(TurnResult::Submitted(ProposedChange::Files(files), why));
-        }
-        let report = self.host.build_and_test().await;
-        if report.passed {
-            self.last_passing = Some(files.clone());
-            if silent {
-                return Some(TurnResult::Submitted(
-                    ProposedChange::Files(files),
-                    "submitted by polymorph: the edits built and passed (the reply gave no SUBMIT)"
-                        .into(),
-                ));
-            }
-        }
-        notes.push(report.text);
-        None
-    }
-
     /// One reply, and how it looked: the same text as the reply before, or a reply cut short with
     /// no edit or command, is a bad turn whatever the edits in it did.
     async fn turn(&mut self, reply: Reply) -> TurnResult {
@@ -368,6 +268,9 @@ impl Conversation<'_> {
             return self.handle_calls(&reply.tool_calls, false).await;
         }
         let text = reply.content.unwrap_or_default();
+        if self.protocol == Protocol::Focused {
+            return self.handle_focused(&text, reply.cut).await;
+        }
         if text.trim().is_empty() {
             let m =
                 self.feedback("Your reply was empty. Answer in the format described at the start.");
@@ -385,6 +288,22 @@ impl Conversation<'_> {
 
     /// Nudges, switches protocol or gives up as the watchdog says; `Some` ends the proposal.
     fn react(&mut self, look: &Turn) -> Option<Outcome> {
+        if self.protocol == Protocol::Focused {
+            self.focused_replies += 1;
+            if self.focused_replies < replies::FOCUSED_REPLIES {
+                return None;
+            }
+            let why = self.last_error.take().unwrap_or_default();
+            let first = why.lines().next().unwrap_or_default();
+            let before = self
+                .fell_back
+                .as_ref()
+                .map(|b| format!(", after falling back to it because {b}"))
+                .unwrap_or_default();
+            return Some(self.end(format!(
+                "no passing change from the focused request and its repair ({first}){before}"
+            )));
+        }
         match self.watchdog.observe(look) {
             Action::Continue => None,
             Action::Nudge(why) => {
@@ -393,7 +312,7 @@ impl Conversation<'_> {
                 None
             }
             Action::Switch(why) => {
-                let next = self.protocol.fallback(self.host.editable_files().is_some());
+                let next = self.protocol.fallback();
                 match next {
                     Some(p) => {
                         tracing::info!(
@@ -402,6 +321,7 @@ impl Conversation<'_> {
                             "{why}; switching protocol"
                         );
                         self.switch(p, &why);
+                        self.fell_back = Some(why);
                         None
                     }
                     None => Some(self.end(format!("the conversation went nowhere: {why}"))),
@@ -424,7 +344,6 @@ pub async fn propose(
     with_params: bool,
     cancel: &Cancel,
 ) -> Result<Outcome, ModelError> {
-    let whole_files = host.editable_files().is_some();
     let mut c = Conversation {
         client,
         api_key,
@@ -439,11 +358,13 @@ pub async fn propose(
             model: client.model.clone(),
             ..Usage::default()
         },
-        watchdog: Watchdog::new(protocol.fallbacks(whole_files)),
+        watchdog: Watchdog::new(usize::from(protocol.fallback().is_some())),
         last_call: None,
         last_error: None,
         last_passing: None,
         last_reply: None,
+        focused_replies: 0,
+        fell_back: None,
     };
     c.messages = vec![
         json!({ "role": "system", "content": c.system() }),

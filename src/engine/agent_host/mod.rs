@@ -38,14 +38,14 @@ fn reply_cap(files: &BTreeMap<String, String>, window: u64) -> u64 {
         .min(window / 2)
 }
 /// One conversation, started in `protocol`: a scratch copy of the incumbent, the model, and
-/// what came of it, with the protocol the model submitted in (none when it did not).
+/// what came of it, with the protocol the conversation ended in.
 async fn converse(
     shared: Arc<Shared>,
     ctx: Arc<ProposalContext>,
     prompts: Arc<Prompts>,
     (max_tokens, window): (u64, Option<u64>),
     protocol: Protocol,
-) -> Result<(Proposal, Option<Protocol>), AgentError> {
+) -> Result<(Proposal, Protocol), AgentError> {
     let mut tree = shared.source.clone();
     for (p, c) in &ctx.incumbent_files {
         if let Ok(p) = RelPath::new(p) {
@@ -82,7 +82,7 @@ async fn converse(
     .map_err(|e| AgentError::Model(e.to_string()))?;
     let mut usage = outcome.usage;
     usage.process_ms = scratch.process_time.as_millis() as u64;
-    let submitted_in = (outcome.ended == "submitted").then_some(outcome.protocol);
+    let ended_in = outcome.protocol;
     // A conversation that ends without a submission is still recorded, as an empty change.
     let (change, note) = match outcome.change {
         Some(c) if outcome.ended == "submitted" => (c, outcome.rationale),
@@ -101,7 +101,7 @@ async fn converse(
         usage: Some(usage),
         screen_only: false,
     };
-    Ok((proposal, submitted_in))
+    Ok((proposal, ended_in))
 }
 
 pub struct AgentProposer {
@@ -111,7 +111,7 @@ pub struct AgentProposer {
     queue: VecDeque<Proposal>,
     /// The context window, once known (`Some(None)`: asked, and nobody said).
     window: Option<Option<u64>>,
-    /// The protocol conversations start in: the one the model last submitted in, so a model
+    /// The protocol conversations start in: the one the last conversation ended in, so a model
     /// that could not follow tool calling does not fail at it again in every proposal.
     protocol: Protocol,
 }
@@ -209,13 +209,13 @@ impl Proposer for AgentProposer {
         let mut last_error = None;
         for t in tasks {
             match t.await {
-                Ok(Ok((p, submitted_in))) => {
-                    if let Some(pr) = submitted_in.filter(|pr| *pr != self.protocol) {
+                Ok(Ok((p, ended_in))) => {
+                    if ended_in != self.protocol {
                         tracing::info!(
-                            "the model submitted in the {} protocol; later proposals start there",
-                            pr.as_str()
+                            "the conversation ended in the {} protocol; later proposals start there",
+                            ended_in.as_str()
                         );
-                        self.protocol = pr;
+                        self.protocol = ended_in;
                     }
                     self.used_tokens += p
                         .usage

@@ -15,6 +15,8 @@ const TASK: &str = include_str!("../../../prompts/task.txt");
 const FEEDBACK: &str = include_str!("../../../prompts/feedback.txt");
 const NUDGE: &str = include_str!("../../../prompts/nudge.txt");
 const SWITCH: &str = include_str!("../../../prompts/switch.txt");
+const SYSTEM_FOCUSED: &str = include_str!("../../../prompts/system_focused.txt");
+const REPAIR: &str = include_str!("../../../prompts/repair.txt");
 
 /// Characters per token, roughly, for code and English: enough to size a prompt.
 const CHARS_PER_TOKEN: u64 = 4;
@@ -59,11 +61,22 @@ fn params_line(task: &Task, ctx: &ProposalContext) -> String {
     let space: Vec<String> = p
         .values
         .iter()
+        .chain(&ctx.knobs)
         .map(|(k, v)| format!("{k} in {}", serde_json::Value::from(v.clone())))
         .collect();
+    // A knob of the model's own: the search then finds its best value.
+    let add = if p.format == sandbox::ParamFormat::CDefine {
+        format!(
+            "; to add a knob, declare it in {} as `#define NAME VALUE {} v1, v2, v3` and use NAME in the code",
+            p.file,
+            crate::task::knobs::DECLARE
+        )
+    } else {
+        String::new()
+    };
     let constraints: Vec<String> = p.constraints.values().cloned().collect();
     format!(
-        "{}; constraints: {}; current: {}",
+        "{}; constraints: {}; current: {}{add}",
         space.join(", "),
         if constraints.is_empty() {
             "none".to_string()
@@ -131,6 +144,13 @@ pub(super) fn prompts(shared: &Shared, ctx: &ProposalContext, window: Option<u64
             ),
         ),
         ("example_file", example_file),
+        (
+            "params_example",
+            ctx.incumbent_params.as_ref().map_or_else(
+                || r#"{"NAME": value, ...}"#.to_string(),
+                |p| serde_json::to_string(p).unwrap_or_default(),
+            ),
+        ),
     ];
     Prompts {
         system_tools: render(&prompt(t, "system.txt", SYSTEM_TOOLS), &vars),
@@ -143,6 +163,8 @@ pub(super) fn prompts(shared: &Shared, ctx: &ProposalContext, window: Option<u64
         feedback: prompt(t, "feedback.txt", FEEDBACK),
         nudge: prompt(t, "nudge.txt", NUDGE),
         switch: prompt(t, "switch.txt", SWITCH),
+        system_focused: render(&prompt(t, "system_focused.txt", SYSTEM_FOCUSED), &vars),
+        repair: prompt(t, "repair.txt", REPAIR),
     }
 }
 

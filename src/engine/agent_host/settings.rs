@@ -79,11 +79,8 @@ impl AgentSettings {
     ) -> Result<Self> {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let base_url = env(ENV_BASE_URL).unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
-        let protocol = match protocol {
-            "tools" => Protocol::Tools,
-            "text" => Protocol::Text,
-            "whole-file" => Protocol::WholeFile,
-            other => bail!("--agent-protocol {other:?}: expected tools, text or whole-file"),
+        let Some(protocol) = Protocol::parse(protocol) else {
+            bail!("--agent-protocol {protocol:?}: expected tools, text, whole-file or focused");
         };
         if request_timeout_s == 0 {
             bail!("--request-timeout must be at least 1 second");

@@ -54,8 +54,9 @@ pub fn tree_diff(before: &FileTree, after: &FileTree) -> String {
     out
 }
 
-/// Turns a proposal into a change the sandbox can verify.
-fn to_change(task: &Task, proposal: &Proposal) -> Result<Change, Failure> {
+/// Turns a proposal into a change the sandbox can verify; an assignment is checked against the
+/// space as of the incumbent (the knobs its parameter file adds included) and rendered with them.
+fn to_change(task: &Task, proposal: &Proposal, incumbent: &FileTree) -> Result<Change, Failure> {
     match &proposal.change {
         ProposedChange::Diff(d) => Ok(Change::Diff(d.clone())),
         ProposedChange::Files(f) => Ok(Change::Files(f.clone())),
@@ -66,15 +67,18 @@ fn to_change(task: &Task, proposal: &Proposal) -> Result<Change, Failure> {
                     "a parameter assignment, but the task declares no [params]",
                 ));
             };
-            let space = agent::ParamSpace::new(spec.values.clone(), &spec.constraints)
-                .map_err(|e| Failure::new(Stage::Verify, e.to_string()))?;
+            let space = task
+                .space_of(incumbent)
+                .map_err(|e| Failure::new(Stage::Verify, e))?;
             if let Some(why) = space.invalid(p) {
                 return Err(Failure::new(
                     Stage::Verify,
                     format!("invalid assignment: {why}"),
                 ));
             }
-            let text = sandbox::render_params(spec.format, p);
+            let text = task
+                .render_params(incumbent, p)
+                .map_err(|e| Failure::new(Stage::Verify, e))?;
             Ok(Change::Files(BTreeMap::from([(
                 spec.file.to_string(),
                 text,
@@ -84,17 +88,23 @@ fn to_change(task: &Task, proposal: &Proposal) -> Result<Change, Failure> {
 }
 
 /// The candidate's tree and its diff: the proposal verified against the incumbent's tree
-/// (editable files only, within the limits) and applied. Runs no process.
+/// (editable files only, within the limits) and applied, and a knob it declares checked. Runs
+/// no process.
 pub fn candidate_tree(
     task: &Task,
     limits: &Limits,
     proposal: &Proposal,
     incumbent: &FileTree,
 ) -> Result<(FileTree, String), Failure> {
-    let change = to_change(task, proposal)?;
+    let change = to_change(task, proposal, incumbent)?;
     let verified = verify_change(&change, incumbent, &task.editable, limits)
         .map_err(|e| Failure::new(Stage::Verify, e.to_string()))?;
     let tree = incumbent.apply(&verified);
+    if task.params.is_some()
+        && let Err(e) = task.space_of(&tree)
+    {
+        return Err(Failure::new(Stage::Verify, format!("a knob: {e}")));
+    }
     let diff = tree_diff(incumbent, &tree);
     Ok((tree, diff))
 }

@@ -14,6 +14,7 @@ use crate::measure::{Judge, Verdict};
 use crate::record::store::{NewEntry, Superseded};
 use crate::record::{CommitId, Ledger, RunProposer, Store};
 use crate::task::Resolved;
+use crate::task::knobs::new_knobs;
 use agent::{Params, ProposalContext, Proposer, params_key};
 use anyhow::{Context as _, Result};
 use sandbox::CancelFlag;
@@ -222,7 +223,19 @@ impl<'a> Loop<'a> {
         } else {
             String::new()
         };
+        let observations = if with_observations {
+            let all = self
+                .observed
+                .refresh(self.store, &task.name, &self.r.context_id)
+                .await?;
+            same_space(all, self.incumbent_params.as_ref())
+        } else {
+            Default::default()
+        };
         Ok(ProposalContext {
+            knobs: task
+                .added_knobs(self.exec.incumbent_tree())
+                .unwrap_or_default(),
             incumbent_params: self.incumbent_params.clone(),
             tried_params: self.tried.clone(),
             incumbent_files: self
@@ -236,13 +249,7 @@ impl<'a> Loop<'a> {
             incumbent_score: self.best_score,
             reference_score: self.hand_score,
             floor: self.standing.0.clone(),
-            observations: if with_observations {
-                self.observed
-                    .refresh(self.store, &task.name, &self.r.context_id)
-                    .await?
-            } else {
-                Default::default()
-            },
+            observations,
             // Set by the caller, which knows where and how many candidates run.
             can_screen: false,
             screen_pairs: 0,
@@ -274,7 +281,12 @@ impl<'a> Loop<'a> {
             self.store.record(&record, None).await?;
             return Ok(());
         };
-        let message = commit_message(r, why, &ev.reason, summary);
+        let mut message = commit_message(r, why, &ev.reason, summary);
+        let knobs = |t| task.added_knobs(t).unwrap_or_default();
+        let added = new_knobs(&knobs(self.exec.incumbent_tree()), &knobs(tree));
+        if !added.is_empty() {
+            message.push_str(&format!("knobs added: {}\n", added.join(", ")));
+        }
         // The branch head is the incumbent's commit, or a revert commit restoring its tree.
         let parent = self
             .ledger
@@ -394,4 +406,20 @@ fn batch_winner(evs: &mut [Evaluation], first: usize) {
             ev.built = None;
         }
     }
+}
+
+/// The observations made in the incumbent's space: assignments of other knobs (before a
+/// candidate added one) are of another landscape. Shared, not copied, when all are.
+fn same_space(
+    all: std::sync::Arc<Vec<agent::Observation>>,
+    incumbent: Option<&agent::Params>,
+) -> std::sync::Arc<Vec<agent::Observation>> {
+    let Some(inc) = incumbent else {
+        return all;
+    };
+    let same = |o: &agent::Observation| o.params.keys().eq(inc.keys());
+    if all.iter().all(same) {
+        return all;
+    }
+    std::sync::Arc::new(all.iter().filter(|o| same(o)).cloned().collect())
 }

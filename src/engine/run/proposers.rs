@@ -100,19 +100,24 @@ pub fn make_proposer<'a>(
         }
         RunProposer::Search => {
             let spec = task.params.as_ref().context("task has no [params]")?;
-            let space = agent::ParamSpace::new(spec.values.clone(), &spec.constraints)?;
             let goal = Goal {
                 maximize: task.metric.direction == Direction::Maximize,
                 min_gain: task.metric.min_gain,
                 case_tolerance: task.metric.case_tolerance,
                 weights: task.metric.weights.as_map().clone(),
             };
-            Ok(match strategy {
-                Strategy::Model => Box::new(ModelProposer::new(space, seed, goal)),
-                Strategy::Tpe => Box::new(TpeProposer::new(space, seed, goal)),
+            // The strategy is made again, on the enlarged space, when the incumbent adds knobs.
+            let build: agent::Build = Box::new(move |space| match strategy {
+                Strategy::Model => Box::new(ModelProposer::new(space, seed, goal.clone())),
+                Strategy::Tpe => Box::new(TpeProposer::new(space, seed, goal.clone())),
                 Strategy::Hill => Box::new(SearchProposer::new(space, seed)),
                 Strategy::Random => Box::new(SearchProposer::random(space, seed)),
-            })
+            });
+            Ok(Box::new(agent::Widening::new(
+                spec.values.clone(),
+                spec.constraints.clone(),
+                build,
+            )?))
         }
     }
 }

@@ -1,0 +1,200 @@
+//! Replies in text: the text and whole-file protocols' blocks and commands, and the focused
+//! protocol's one change, built and tested at once, with one repair turn when it fails.
+
+use super::{Conversation, TurnResult};
+use crate::llm::client::Cut;
+use crate::llm::edits::{TextEdit, TextReply, parse_reply_in};
+use crate::llm::host::Protocol;
+use crate::llm::tools::{replace_once, resolve_path};
+use crate::llm::watchdog::{self, Turn};
+use crate::{Params, ProposedChange};
+use serde_json::json;
+
+/// Replies the focused protocol takes: the change, and one repair of it.
+pub(super) const FOCUSED_REPLIES: usize = 2;
+
+impl Conversation<'_> {
+    /// The reply's blocks, parsed against the scratch tree's files; a fenced block without a
+    /// path line may stand for an editable file in the protocols that write whole files.
+    fn parse(&self, reply: &str) -> TextReply {
+        let files = self.host.list_files();
+        let whole = matches!(self.protocol, Protocol::WholeFile | Protocol::Focused);
+        let editable: Vec<&String> = files
+            .iter()
+            .filter(|f| whole && self.host.is_editable(f))
+            .collect();
+        parse_reply_in(reply, &files, &editable)
+    }
+
+    /// Applies the edits to the scratch tree: whether any applied, and why the others did not.
+    fn apply_edits(&mut self, edits: &[TextEdit]) -> (bool, Vec<String>) {
+        let mut changed = false;
+        let mut notes = Vec::new();
+        for edit in edits {
+            let r = match edit {
+                TextEdit::Replace {
+                    path,
+                    search,
+                    replace,
+                } => replace_once(self.host, path, search, replace),
+                TextEdit::WholeFile { content, .. } if watchdog::placeholder_file(content) => Err(
+                    "that is the example's text, not a file: write the file's whole new content"
+                        .into(),
+                ),
+                TextEdit::WholeFile { path, content } => {
+                    let path = resolve_path(self.host, path);
+                    self.host
+                        .write_file(&path, content)
+                        .map(|()| format!("wrote {path}"))
+                }
+            };
+            match r {
+                Ok(_) => changed = true,
+                Err(e) => notes.push(e),
+            }
+        }
+        (changed, notes)
+    }
+
+    /// A `PARAMS:` line, for a task with parameters: the assignment to submit, or why not.
+    fn params_in(&self, parsed: &TextReply) -> Option<Result<Params, String>> {
+        let json = parsed.params.as_deref().filter(|_| self.with_params)?;
+        Some(
+            serde_json::from_str::<Params>(json)
+                .map_err(|e| format!("PARAMS is not a JSON object of values: {e}")),
+        )
+    }
+
+    /// Applies a text-protocol reply: edits, then PARAMS, SUBMIT or BUILD; edits without any
+    /// command are built and tested, and submitted when they pass.
+    pub(super) async fn handle_text(&mut self, reply: &str) -> TurnResult {
+        let parsed = self.parse(reply);
+        let mut notes = parsed.malformed.clone();
+        let (changed, failed) = self.apply_edits(&parsed.edits);
+        notes.extend(failed);
+        match self.params_in(&parsed) {
+            Some(Ok(p)) => {
+                return TurnResult::Submitted(
+                    ProposedChange::Params(p),
+                    parsed.submit.unwrap_or_default(),
+                );
+            }
+            Some(Err(e)) => notes.push(e),
+            None => {}
+        }
+        let silent = parsed.submit.is_none() && !parsed.build;
+        if notes.is_empty()
+            && (parsed.build || parsed.submit.is_some() || changed)
+            && let Some(done) = self
+                .build_or_submit(parsed.submit.clone(), silent, &mut notes)
+                .await
+        {
+            return done;
+        }
+        let look =
+            if parsed.edits.is_empty() && silent && parsed.params.is_none() && notes.is_empty() {
+                notes.push(
+                    "no edit, BUILD or SUBMIT found; answer in the format described at the start"
+                        .into(),
+                );
+                Turn::NoAction
+            } else if !changed && self.last_error.as_deref() == Some(notes.join("\n").as_str()) {
+                Turn::SameError(notes.join("; "))
+            } else {
+                Turn::Progress
+            };
+        let note = notes.join("\n");
+        self.last_error = (!changed).then(|| note.clone());
+        let m = self.feedback(&note);
+        self.messages.push(m);
+        TurnResult::Looked(look)
+    }
+
+    /// SUBMIT submits the changed files; BUILD, or edits without a command, builds and tests
+    /// them (edits that pass without a command are submitted). Nothing changed is said without
+    /// running anything: the incumbent is known to build and pass.
+    async fn build_or_submit(
+        &mut self,
+        submit: Option<String>,
+        silent: bool,
+        notes: &mut Vec<String>,
+    ) -> Option<TurnResult> {
+        let files = self.host.changed_files();
+        if files.is_empty() {
+            notes.push("nothing is changed yet: edit a file before BUILD or SUBMIT".into());
+            return None;
+        }
+        if let Some(why) = submit {
+            return Some(TurnResult::Submitted(ProposedChange::Files(files), why));
+        }
+        let report = self.host.build_and_test().await;
+        if report.passed {
+            self.last_passing = Some(files.clone());
+            if silent {
+                return Some(TurnResult::Submitted(
+                    ProposedChange::Files(files),
+                    "submitted by polymorph: the edits built and passed (the reply gave no SUBMIT)"
+                        .into(),
+                ));
+            }
+        }
+        notes.push(report.text);
+        None
+    }
+
+    /// A focused-protocol reply: its change is applied, built and tested at once, and submitted
+    /// when it passes; otherwise the model gets the error and the files as they are now, for
+    /// its one repair. The watchdog is not consulted: the protocol's two replies are its limit.
+    pub(super) async fn handle_focused(&mut self, reply: &str, cut: Option<Cut>) -> TurnResult {
+        let parsed = self.parse(reply);
+        let rationale = parsed
+            .submit
+            .clone()
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| "submitted by polymorph: the change built and passed".into());
+        let mut notes = parsed.malformed.clone();
+        match self.params_in(&parsed) {
+            Some(Ok(p)) => return TurnResult::Submitted(ProposedChange::Params(p), rationale),
+            Some(Err(e)) => notes.push(e),
+            None => {}
+        }
+        let (_, failed) = self.apply_edits(&parsed.edits);
+        notes.extend(failed);
+        if parsed.edits.is_empty() && notes.is_empty() {
+            notes.push(match cut {
+                Some(c) => format!("your reply was cut short ({}) before any change", c.said()),
+                None => "no change was found in your reply".into(),
+            });
+        }
+        let files = self.host.changed_files();
+        if notes.is_empty() && files.is_empty() {
+            notes.push("your change leaves the files as they were".into());
+        }
+        if notes.is_empty() {
+            let report = self.host.build_and_test().await;
+            if report.passed {
+                self.last_passing = Some(files.clone());
+                return TurnResult::Submitted(ProposedChange::Files(files), rationale);
+            }
+            notes.push(report.text);
+        }
+        let why = notes.join("\n");
+        let now: String = self
+            .host
+            .editable_files()
+            .map(|f| {
+                f.iter()
+                    .map(|(p, c)| format!("--- {p} ---\n{c}\n"))
+                    .collect()
+            })
+            .unwrap_or_else(|| "(too large to show; your applied edits are kept)".into());
+        let m = self
+            .prompts
+            .repair
+            .replace("{{why}}", &why)
+            .replace("{{files}}", &now);
+        self.last_error = Some(why);
+        self.messages.push(json!({ "role": "user", "content": m }));
+        TurnResult::Looked(Turn::Progress)
+    }
+}

@@ -1,0 +1,72 @@
+//! The focused protocol, what small models can follow: one request answered by one change,
+//! built and tested at once, and one repair turn with the error; never more than two requests.
+
+use crate::common::Env;
+use crate::common::model_server::{agent_run, ok, serve, text};
+use serde_json::{Value, json};
+
+fn candidate(env: &Env) -> Value {
+    env.json(&["query", "SELECT e.verdict, c.note, c.agent_protocol, c.model_requests FROM candidates c JOIN evaluations e ON e.candidate_id = c.id ORDER BY c.id DESC LIMIT 1"])[0].clone()
+}
+
+const BROKEN: &str = "params.h\n<<<<<<< SEARCH\n#define PAD_PERMILLE 200\n=======\n#define PAD_PERMILLE 0 +\n>>>>>>> REPLACE\nSUBMIT: no padding\n";
+const FIXED: &str = "params.h\n<<<<<<< SEARCH\n#define PAD_PERMILLE 0 +\n=======\n#define PAD_PERMILLE 0\n>>>>>>> REPLACE\nSUBMIT: no wasted steps\n";
+
+#[test]
+fn a_change_that_fails_gets_one_repair_with_its_error_and_then_is_submitted() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let (url, fake) = serve(vec![text(BROKEN), text(FIXED)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert!(seen[0].body.get("tools").is_none(), "no tools are offered");
+    let system = seen[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("one chance to correct it"), "{system}");
+    let task_prompt = seen[0].body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        task_prompt
+            .contains("to add a knob, declare it in params.h as `#define NAME VALUE // values:"),
+        "{task_prompt}"
+    );
+    let repair = seen[1].body["messages"].as_array().unwrap();
+    let last = repair.last().unwrap()["content"].as_str().unwrap();
+    assert!(last.contains("did not pass"), "{last}");
+    assert!(last.contains("error"), "the build's error: {last}");
+    assert!(
+        last.contains("#define PAD_PERMILLE 0 +"),
+        "the files as they are: {last}"
+    );
+    drop(seen);
+    let c = candidate(&env);
+    assert_eq!(c["agent_protocol"], "focused", "{c}");
+    assert_eq!(c["note"], "no wasted steps", "{c}");
+    assert_ne!(c["verdict"], "failed", "it built and passed: {c}");
+}
+
+#[test]
+fn two_replies_without_a_passing_change_end_the_proposal() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // A reply cut at the cap before any change, then a change whose SEARCH is not in the file.
+    let cut = ok(json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "fake",
+        "choices": [{ "index": 0, "finish_reason": "length", "message": { "role": "assistant", "content": "Let me think about the loop order. First," } }],
+        "usage": { "prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120 }
+    }));
+    let missing = "kernel.c\n<<<<<<< SEARCH\nfor (int i = 0; i < n; i++)\n=======\nfor (long i = 0; i < n; i += 2)\n>>>>>>> REPLACE\n";
+    let (url, fake) = serve(vec![cut, text(missing), text(FIXED), text(FIXED)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["accepted"], 0, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "the change and its one repair, no more");
+    let said = seen[1].body["messages"].to_string();
+    assert!(said.contains("cut short"), "{said}");
+    drop(seen);
+    let c = candidate(&env);
+    assert_eq!(c["verdict"], "failed", "{c}");
+    let note = c["note"].as_str().unwrap();
+    assert!(note.contains("focused request and its repair"), "{note}");
+    assert_eq!(c["model_requests"], 2, "{c}");
+}
