@@ -70,3 +70,22 @@ fn two_replies_without_a_passing_change_end_the_proposal() {
     assert!(note.contains("focused request and its repair"), "{note}");
     assert_eq!(c["model_requests"], 2, "{c}");
 }
+
+#[test]
+fn the_format_example_copied_back_is_named_as_such() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // A 0.5B model's habit: the prompt's example block, word for word.
+    let echo = "params.h\n<<<<<<< SEARCH\nthe exact lines to find, copied from the file\n=======\nthe lines to put in their place\n>>>>>>> REPLACE\n";
+    let edit = "params.h\n<<<<<<< SEARCH\n#define PAD_PERMILLE 200\n=======\n#define PAD_PERMILLE 0\n>>>>>>> REPLACE\n";
+    let (url, fake) = serve(vec![text(echo), text(edit)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    let repair = seen[1].body["messages"].to_string();
+    assert!(repair.contains("the format's example"), "{repair}");
+    drop(seen);
+    let c = candidate(&env);
+    assert_ne!(c["verdict"], "failed", "the repair built and passed: {c}");
+}

@@ -121,9 +121,10 @@ pub fn placeholder(name: &str, args: &serde_json::Value) -> bool {
 
 /// Whether a whole file the model wrote is the prompt's own example text rather than code.
 pub fn placeholder_file(content: &str) -> bool {
-    const EXAMPLES: [&str; 3] = [
+    const EXAMPLES: [&str; 4] = [
         "the whole new file",
         "the lines to put in their place",
+        "the exact lines to find, copied from the file",
         "...",
     ];
     let t = content.trim();

@@ -10,6 +10,9 @@ use crate::llm::watchdog::{self, Turn};
 use crate::{Params, ProposedChange};
 use serde_json::json;
 
+/// What a SEARCH half copied from the format's example gets back.
+const EXAMPLE_SEARCH: &str = "that SEARCH half is the format's example, not lines of the file: copy the exact lines to change from the file shown above";
+
 /// Replies the focused protocol takes: the change, and one repair of it.
 pub(super) const FOCUSED_REPLIES: usize = 2;
 
@@ -32,6 +35,11 @@ impl Conversation<'_> {
         let mut notes = Vec::new();
         for edit in edits {
             let r = match edit {
+                TextEdit::Replace { search, .. }
+                    if !search.trim().is_empty() && watchdog::placeholder_file(search) =>
+                {
+                    Err(EXAMPLE_SEARCH.into())
+                }
                 TextEdit::Replace {
                     path,
                     search,
