@@ -89,3 +89,23 @@ fn the_format_example_copied_back_is_named_as_such() {
     let c = candidate(&env);
     assert_ne!(c["verdict"], "failed", "the repair built and passed: {c}");
 }
+
+#[test]
+fn a_whole_file_with_its_path_inside_the_fence_is_taken() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // A 1.5B model's habits: a block holding one line of nothing, then the file with its path
+    // as the block's first line.
+    let nothing = "```\nobj['file_path']\n```\n";
+    let inside = "```\nparams.h\n#define PAD_PERMILLE 0\n```\n";
+    let (url, fake) = serve(vec![text(nothing), text(inside)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    let repair = seen[1].body["messages"].to_string();
+    assert!(repair.contains("no change was found"), "{repair}");
+    drop(seen);
+    let c = candidate(&env);
+    assert_ne!(c["verdict"], "failed", "the file built and passed: {c}");
+}

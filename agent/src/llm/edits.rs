@@ -148,21 +148,35 @@ pub fn parse_reply_in(text: &str, known: &[String], unnamed_into: &[&String]) ->
     let Some(open) = lines.iter().position(|l| l.trim().starts_with("```")) else {
         return out;
     };
-    let exts = extensions(lines[open].trim().trim_start_matches('`').trim());
-    let mut named = unnamed_into.iter().filter(|k| {
-        let ext = k.rsplit_once('.').map_or("", |(_, e)| e);
-        exts.contains(&ext)
-    });
-    let (Some(path), None) = (named.next(), named.next()) else {
-        return out;
-    };
     let Some(close) = lines[open + 1..]
         .iter()
         .position(|l| l.trim().starts_with("```"))
     else {
         return out;
     };
-    let body = &lines[open + 1..open + 1 + close];
+    let mut body = &lines[open + 1..open + 1 + close];
+    // The path as the block's first line, inside the fence (a 1.5B model's habit), or else the
+    // one file the fence's language tag stands for.
+    let inside = body
+        .first()
+        .and_then(|first| unnamed_into.iter().find(|k| ***k == clean_path(first)));
+    let path = match inside {
+        Some(path) => {
+            body = &body[1..];
+            *path
+        }
+        None => {
+            let exts = extensions(lines[open].trim().trim_start_matches('`').trim());
+            let mut named = unnamed_into.iter().filter(|k| {
+                let ext = k.rsplit_once('.').map_or("", |(_, e)| e);
+                exts.contains(&ext)
+            });
+            let (Some(path), None) = (named.next(), named.next()) else {
+                return out;
+            };
+            *path
+        }
+    };
     out.edits.push(TextEdit::WholeFile {
         path: path.to_string(),
         content: format!("{}\n", body.join("\n")),
@@ -229,6 +243,22 @@ mod tests {
         assert!(parse_reply_in(reply, &two, &both).edits.is_empty());
         let json = "```json\n{}\n```\n";
         assert!(parse_reply_in(json, &known, &editable).edits.is_empty());
+    }
+
+    #[test]
+    fn a_path_on_the_first_line_inside_the_fence_names_the_file() {
+        let known = vec!["kernel.c".to_string(), "params.h".to_string()];
+        let editable: Vec<&String> = known.iter().collect();
+        let reply = "```\nparams.h\n#define PAD 0\n```\nSUBMIT: less padding\n";
+        let r = parse_reply_in(reply, &known, &editable);
+        assert_eq!(
+            r.edits,
+            vec![TextEdit::WholeFile {
+                path: "params.h".into(),
+                content: "#define PAD 0\n".into()
+            }]
+        );
+        assert!(parse_reply_in(reply, &known, &[]).edits.is_empty());
     }
 
     #[test]
