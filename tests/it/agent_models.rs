@@ -45,8 +45,8 @@ fn placeholder_arguments_are_nudged_then_the_focused_protocol_takes_over() {
     );
     let system = seen[2].body["messages"][0]["content"].as_str().unwrap();
     assert!(
-        system.contains("params.h\n<<<<<<< SEARCH") || system.contains("kernel.c\n<<<<<<< SEARCH"),
-        "examples name a real file: {system}"
+        system.contains("PARAMS: {\"PAD_PERMILLE\":200}"),
+        "the example is the task's own assignment: {system}"
     );
     assert!(!system.contains("path/of/file"));
     assert!(

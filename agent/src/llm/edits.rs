@@ -29,7 +29,8 @@ pub struct TextReply {
 }
 
 fn clean_path(line: &str) -> String {
-    let l = line.trim().trim_matches('`').trim();
+    let l = line.trim();
+    let l = header(l).unwrap_or(l).trim_matches('`').trim();
     let l = l
         .strip_prefix("File:")
         .or_else(|| l.strip_prefix("file:"))
@@ -94,10 +95,7 @@ pub fn parse_text_reply(text: &str, known: &[String]) -> TextReply {
                     .push(format!("the fenced block for {path} is not closed"));
                 break;
             }
-            out.edits.push(TextEdit::WholeFile {
-                path,
-                content: format!("{}\n", body.join("\n")),
-            });
+            block_files(&path, &body, known, &mut out);
             i = j + 1;
             last_text_line.clear();
             continue;
@@ -177,11 +175,42 @@ pub fn parse_reply_in(text: &str, known: &[String], unnamed_into: &[&String]) ->
             *path
         }
     };
-    out.edits.push(TextEdit::WholeFile {
-        path: path.to_string(),
-        content: format!("{}\n", body.join("\n")),
-    });
+    block_files(path, body, known, &mut out);
     out
+}
+
+/// The name in a file header as the prompts list files: `--- path ---`.
+fn header(line: &str) -> Option<&str> {
+    let t = line.trim();
+    let name = t.strip_prefix("---")?.strip_suffix("---")?.trim();
+    (!name.is_empty()).then_some(name)
+}
+
+/// A whole-file block's body as edits: the file `path`, then each further file a `--- path ---`
+/// header line starts (models write back the listing format the prompt shows them, several
+/// files in one block), with a `SUBMIT:` line taken as the command, not as a line of the file.
+fn block_files(path: &str, body: &[&str], known: &[String], out: &mut TextReply) {
+    let mut files: Vec<(String, Vec<&str>)> = vec![(path.to_string(), Vec::new())];
+    for line in body {
+        if let Some(why) = line.trim().strip_prefix("SUBMIT:") {
+            out.submit = Some(why.trim().to_string());
+        } else if let Some(next) = header(line).filter(|n| known.iter().any(|k| k == n)) {
+            files.push((next.to_string(), Vec::new()));
+        } else if let Some((_, lines)) = files.last_mut() {
+            lines.push(line);
+        }
+    }
+    for (path, mut lines) in files {
+        while lines.last().is_some_and(|l| l.trim().is_empty()) {
+            lines.pop();
+        }
+        if !lines.is_empty() {
+            out.edits.push(TextEdit::WholeFile {
+                path,
+                content: format!("{}\n", lines.join("\n")),
+            });
+        }
+    }
 }
 
 #[cfg(test)]
@@ -259,6 +288,32 @@ mod tests {
             }]
         );
         assert!(parse_reply_in(reply, &known, &[]).edits.is_empty());
+    }
+
+    #[test]
+    fn one_block_holding_two_files_in_the_listing_format_is_two_files() {
+        let known = vec!["kernel.c".to_string(), "params.h".to_string()];
+        let editable: Vec<&String> = known.iter().collect();
+        let reply =
+            "```\nkernel.c\nint k;\n\n--- params.h ---\n#define ROWS 2\n\nSUBMIT: two rows\n```\n";
+        let r = parse_reply_in(reply, &known, &editable);
+        let file = |p: &str, c: &str| TextEdit::WholeFile {
+            path: p.into(),
+            content: c.into(),
+        };
+        assert_eq!(
+            r.edits,
+            vec![
+                file("kernel.c", "int k;\n"),
+                file("params.h", "#define ROWS 2\n")
+            ]
+        );
+        assert_eq!(r.submit.as_deref(), Some("two rows"));
+        let listed = "--- kernel.c ---\n```\nint k;\n```\n";
+        assert_eq!(
+            parse_reply_in(listed, &known, &editable).edits,
+            vec![file("kernel.c", "int k;\n")]
+        );
     }
 
     #[test]

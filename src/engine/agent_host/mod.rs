@@ -23,17 +23,19 @@ use std::time::Duration;
 /// The fewest tokens a reply may use: a whole small file, which a server's own default (often
 /// 512 tokens) cuts short.
 const MIN_REPLY_TOKENS: u64 = 1024;
-/// Tokens of prose and markup allowed around the largest file written whole.
+/// Tokens of prose and markup allowed around the files written whole.
 const REPLY_MARGIN: u64 = 256;
+/// Characters a token, for sizing a reply of code: fewer than tokenizers manage on C
+/// (Qwen2.5's took 2.7 on matmul-c's kernel.c), so a whole file is never cut short.
+const CODE_CHARS_PER_TOKEN: u64 = 2;
 
 /// Tokens one reply may use, on a server whose context window is known (a local server, whose
-/// own default is short): what the largest edit can need, the largest editable file written
-/// whole, and never more than half the window. A reply that runs on past that is a model
-/// rambling, not an edit, and costs minutes on a CPU server.
+/// own default is short): what the largest edit can need, every editable file written whole,
+/// and never more than half the window. A reply that runs on past that is a model rambling,
+/// not an edit, and costs minutes on a CPU server.
 fn reply_cap(files: &BTreeMap<String, String>, window: u64) -> u64 {
-    let largest = files.values().map(String::len).max().unwrap_or(0) as u64;
-    // Fewer characters a token than tokenizers manage on C: a whole file fits.
-    (largest / llm::CHARS_PER_TOKEN as u64 + REPLY_MARGIN)
+    let all: u64 = files.values().map(|f| f.len() as u64).sum();
+    (all / CODE_CHARS_PER_TOKEN + REPLY_MARGIN)
         .max(MIN_REPLY_TOKENS)
         .min(window / 2)
 }
@@ -247,10 +249,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_reply_has_room_for_the_largest_file_and_no_more_than_half_the_window() {
-        let files = |n: usize| BTreeMap::from([("k.c".to_string(), "x".repeat(n))]);
+    fn a_reply_has_room_for_every_file_and_no_more_than_half_the_window() {
+        let files = |n: usize| {
+            BTreeMap::from([
+                ("k.c".to_string(), "x".repeat(n)),
+                ("p.h".to_string(), "y".repeat(100)),
+            ])
+        };
         assert_eq!(reply_cap(&files(300), 8192), MIN_REPLY_TOKENS);
-        assert_eq!(reply_cap(&files(9_000), 8192), 3_256);
+        assert_eq!(reply_cap(&files(4_700), 8192), 2_656);
         assert_eq!(reply_cap(&files(60_000), 8192), 4_096);
     }
 }

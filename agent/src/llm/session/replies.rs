@@ -187,11 +187,21 @@ impl Conversation<'_> {
             notes.push(report.text);
         }
         let why = notes.join("\n");
+        // A file the reply wrote whole is in the conversation already, as the model wrote it.
+        let written: Vec<String> = parsed
+            .edits
+            .iter()
+            .filter_map(|e| match e {
+                TextEdit::WholeFile { path, .. } => Some(resolve_path(self.host, path)),
+                TextEdit::Replace { .. } => None,
+            })
+            .collect();
         let now: String = self
             .host
             .editable_files()
             .map(|f| {
                 f.iter()
+                    .filter(|(p, _)| !written.contains(p))
                     .map(|(p, c)| format!("--- {p} ---\n{c}\n"))
                     .collect()
             })
