@@ -18,7 +18,7 @@ mod workspace;
 pub use change::{Change, Edit, Limits, VerifiedChange, verify_change};
 pub use error::SandboxError;
 pub use exec::{CancelFlag, CommandSpec, ExitKind, Isolation, Outcome, Runner, TreeAccess};
-pub use params::{ParamFormat, parse_params, render_params};
+pub use params::{ParamFormat, param_scalar, param_token, parse_params, render_params};
 pub use patch::{FilePatch, parse_unified_diff};
 pub use path::RelPath;
 pub use snapshot::Snapshot;

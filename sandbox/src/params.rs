@@ -27,7 +27,8 @@ impl ParamFormat {
     }
 }
 
-fn token(v: &Value) -> String {
+/// A value as it is written in a rendered file: strings bare, everything else as JSON.
+pub fn param_token(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -38,11 +39,11 @@ pub fn render_params(format: ParamFormat, values: &BTreeMap<String, Value>) -> S
     match format {
         ParamFormat::CDefine => values
             .iter()
-            .map(|(k, v)| format!("#define {k} {}\n", token(v)))
+            .map(|(k, v)| format!("#define {k} {}\n", param_token(v)))
             .collect(),
         ParamFormat::Env => values
             .iter()
-            .map(|(k, v)| format!("{k}={}\n", token(v)))
+            .map(|(k, v)| format!("{k}={}\n", param_token(v)))
             .collect(),
         ParamFormat::Json => {
             let obj: serde_json::Map<String, Value> =
@@ -52,14 +53,17 @@ pub fn render_params(format: ParamFormat, values: &BTreeMap<String, Value>) -> S
     }
 }
 
+/// A value read from a rendered file: a number, boolean or quoted string as JSON reads it,
+/// anything else as a bare string.
+pub fn param_scalar(s: &str) -> Value {
+    serde_json::from_str::<Value>(s).unwrap_or_else(|_| Value::String(s.to_string()))
+}
+
 /// Reads an assignment back from a rendered file; numbers come back as numbers.
 pub fn parse_params(
     format: ParamFormat,
     text: &str,
 ) -> Result<BTreeMap<String, Value>, SandboxError> {
-    let scalar = |s: &str| -> Value {
-        serde_json::from_str::<Value>(s).unwrap_or_else(|_| Value::String(s.to_string()))
-    };
     let mut out = BTreeMap::new();
     match format {
         ParamFormat::CDefine => {
@@ -72,7 +76,7 @@ pub fn parse_params(
                     && let Some(key) = words.next()
                 {
                     let rest: Vec<&str> = words.collect();
-                    out.insert(key.to_string(), scalar(&rest.join(" ")));
+                    out.insert(key.to_string(), param_scalar(&rest.join(" ")));
                 }
             }
         }
@@ -83,7 +87,7 @@ pub fn parse_params(
                 .filter(|l| !l.is_empty() && !l.starts_with('#'))
             {
                 if let Some((k, v)) = line.split_once('=') {
-                    out.insert(k.trim().to_string(), scalar(v.trim()));
+                    out.insert(k.trim().to_string(), param_scalar(v.trim()));
                 }
             }
         }

@@ -5,7 +5,7 @@
 
 use super::Task;
 use agent::{ParamSpace, Params};
-use sandbox::{FileTree, ParamFormat};
+use sandbox::{FileTree, ParamFormat, param_scalar as scalar, param_token as token};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -16,17 +16,6 @@ const MAX_VALUES: usize = 16;
 
 /// Knobs by name, with their declared values.
 pub type Knobs = BTreeMap<String, Vec<Value>>;
-
-fn scalar(s: &str) -> Value {
-    serde_json::from_str::<Value>(s).unwrap_or_else(|_| Value::String(s.to_string()))
-}
-
-fn token(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
 
 /// The knobs a c-define file declares, or why a declaration is not one.
 fn declared(text: &str) -> Result<Knobs, String> {
