@@ -107,6 +107,24 @@ pub enum Command {
     Worker,
 }
 
+impl Command {
+    /// Whether the command only reads and prints, so that a reader of its output going away
+    /// (`| head`) may end it. Every other command talks to child processes through pipes
+    /// (ssh, srun, the sandbox, a model server), and a pipe to a child that died must be an
+    /// error it reports, not a signal that kills it mid-run.
+    pub fn only_prints(&self) -> bool {
+        matches!(
+            self,
+            Command::History(_)
+                | Command::Show(_)
+                | Command::Review(_)
+                | Command::Export(_)
+                | Command::Best(_)
+                | Command::Query(_)
+        )
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Directory holding task.toml.

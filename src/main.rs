@@ -57,15 +57,18 @@ unsafe fn take_api_key() {
 }
 
 fn main() -> ExitCode {
-    // Like other Unix tools, stop quietly when the reader of stdout goes away (`| head`)
-    // instead of panicking on a broken pipe.
-    // SAFETY: restoring the default disposition of one signal before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     // SAFETY: no thread has started yet, so nothing reads the environment meanwhile.
     unsafe { take_api_key() };
     let cli = Cli::parse();
+    if cli.command.only_prints() {
+        // Like other Unix tools, stop quietly when the reader of stdout goes away (`| head`)
+        // instead of panicking on a broken pipe. The other commands keep SIGPIPE ignored, so
+        // a write to a child that is gone (ssh to a target that went down) is an error.
+        // SAFETY: restoring the default disposition of one signal before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     // The daemon's log is its output: say what it runs and why unless told otherwise.
     init_logging(if matches!(cli.command, cli::Command::Daemon(_)) {
         "info"

@@ -408,8 +408,9 @@ fn a_target_that_keeps_failing_is_left_out_and_the_run_resumes_elsewhere() {
     assert!(wait_for(Duration::from_secs(60), || {
         child.try_wait().unwrap().is_some()
     }));
-    assert_eq!(child.wait().unwrap().code(), Some(2));
+    let status = child.wait().unwrap();
     let err = std::fs::read_to_string(env.path().join("run.err")).unwrap();
+    assert_eq!(status.code(), Some(2), "{status:?}: {err}");
     assert!(
         err.contains(&format!("target {gone} left out after 3 faults in a row")),
         "{err}"

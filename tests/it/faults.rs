@@ -221,3 +221,32 @@ fn a_task_directory_that_vanishes_mid_run_loses_nothing() {
 }
 
 use predicates::prelude::PredicateBooleanExt;
+
+#[test]
+fn a_target_that_hangs_up_before_reading_its_job_is_a_fault_not_a_crash() {
+    // An "ssh" that exits at once, as ssh does when the host is down, without reading the job.
+    // The job carries the task directory; a file larger than a pipe's buffer makes polymorph's
+    // write of it meet the closed pipe every time, never only when the race goes that way.
+    let env = Env::new();
+    let task = env.spin_without_screening();
+    std::fs::write(task.join("data.bin"), vec![b'x'; 1 << 20]).unwrap();
+    let ssh = env.write(
+        "dead-ssh",
+        "#!/bin/sh\necho 'ssh: connect to host: Connection refused' >&2\nexit 255\n",
+    );
+    std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = env
+        .cmd()
+        .args(["run", task.to_str().unwrap(), "--budget", "2"])
+        .args(["--target", "ssh://nobody@127.0.0.1:9", "--ssh-command"])
+        .arg(&ssh)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{:?}: {err}", out.status);
+    assert!(err.contains("target left out"), "{err}");
+    assert!(err.contains("no target answered"), "{err}");
+    assert!(err.contains("Connection refused"), "{err}");
+    assert_consistent(&env);
+}
