@@ -109,3 +109,19 @@ fn a_whole_file_with_its_path_inside_the_fence_is_taken() {
     let c = candidate(&env);
     assert_ne!(c["verdict"], "failed", "the file built and passed: {c}");
 }
+
+#[test]
+fn search_blocks_in_a_fence_tagged_with_the_language_edit_that_file() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // A 0.5B model's habit: the blocks inside a fence tagged `h`, with no path line; the tag
+    // stands for the one editable header.
+    let fenced = "```h\n<<<<<<< SEARCH\n#define PAD_PERMILLE 200\n=======\n#define PAD_PERMILLE 0\n>>>>>>> REPLACE\n\nSUBMIT: no padding\n```\n";
+    let (url, fake) = serve(vec![text(fenced), text(FIXED)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    assert_eq!(fake.seen.lock().unwrap().len(), 1, "no repair was needed");
+    let c = candidate(&env);
+    assert_eq!(c["note"], "no padding", "{c}");
+    assert_ne!(c["verdict"], "failed", "it built and passed: {c}");
+}

@@ -38,17 +38,20 @@ fn clean_path(line: &str) -> String {
     l.trim().trim_matches('*').trim().to_string()
 }
 
-/// Parses a reply; `known` are the file paths a whole-file block may name.
-pub fn parse_text_reply(text: &str, known: &[String]) -> TextReply {
+/// Parses a reply; `known` are the file paths a whole-file block may name, `editable` the files
+/// a fence's language tag may stand for.
+pub fn parse_text_reply(text: &str, known: &[String], editable: &[&String]) -> TextReply {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = TextReply::default();
     let mut last_text_line = String::new();
+    // The last line of text that is not a fence: a path written before a fenced block.
+    let mut path_line = String::new();
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
         let t = line.trim();
         if t == "<<<<<<< SEARCH" {
-            let path = clean_path(&last_text_line);
+            let path = search_path(&last_text_line, &path_line, known, editable);
             let mut search = Vec::new();
             let mut replace = Vec::new();
             let mut j = i + 1;
@@ -82,7 +85,17 @@ pub fn parse_text_reply(text: &str, known: &[String]) -> TextReply {
             i = k + 1;
             continue;
         }
-        if t.starts_with("```") && known.iter().any(|k| *k == clean_path(&last_text_line)) {
+        // A fence that holds SEARCH/REPLACE blocks is only a wrapper around them.
+        let wraps_blocks = || {
+            lines[i + 1..]
+                .iter()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| l.trim() == "<<<<<<< SEARCH")
+        };
+        if t.starts_with("```")
+            && known.iter().any(|k| *k == clean_path(&last_text_line))
+            && !wraps_blocks()
+        {
             let path = clean_path(&last_text_line);
             let mut body = Vec::new();
             let mut j = i + 1;
@@ -111,10 +124,44 @@ pub fn parse_text_reply(text: &str, known: &[String]) -> TextReply {
         }
         if !t.is_empty() {
             last_text_line = t.to_string();
+            if !t.starts_with("```") {
+                path_line = t.to_string();
+            }
         }
         i += 1;
     }
     out
+}
+
+/// The file a SEARCH/REPLACE block edits: the line before it, or, when that line opens a
+/// fence (```c, a 0.5B model's habit), the line before the fence if it names a known file,
+/// else the one editable file the fence's language tag stands for.
+fn search_path(last: &str, before_fence: &str, known: &[String], editable: &[&String]) -> String {
+    let Some(tag) = last.strip_prefix("```") else {
+        return clean_path(last);
+    };
+    let named = clean_path(before_fence);
+    if known.contains(&named) {
+        return named;
+    }
+    match tagged(tag, editable) {
+        Some(path) => path.clone(),
+        None if named.is_empty() => clean_path(last),
+        None => named,
+    }
+}
+
+/// The one file of `files` a fence's language tag stands for, if exactly one.
+fn tagged<'a>(tag: &str, files: &[&'a String]) -> Option<&'a String> {
+    let exts = extensions(tag.trim().trim_start_matches('`').trim());
+    let mut fits = files.iter().filter(|k| {
+        let ext = k.rsplit_once('.').map_or("", |(_, e)| e);
+        exts.contains(&ext)
+    });
+    match (fits.next(), fits.next()) {
+        (Some(one), None) => Some(*one),
+        _ => None,
+    }
 }
 
 /// File extensions a fence's language tag stands for.
@@ -133,15 +180,21 @@ fn extensions(tag: &str) -> &'static [&'static str] {
     }
 }
 
-/// `parse_text_reply`, and, when the reply named no file, its first fenced block as the whole
-/// of the one file of `unnamed_into` its language tag can stand for (in the whole-file protocol,
-/// a small model writes ```c and the file, forgetting the path line; the session passes the
-/// editable files then, and none elsewhere, where an unnamed block is a quotation).
-pub fn parse_reply_in(text: &str, known: &[String], unnamed_into: &[&String]) -> TextReply {
-    let mut out = parse_text_reply(text, known);
-    if !out.edits.is_empty() {
+/// `parse_text_reply`, and, with `whole` (the protocols that write whole files), when the reply
+/// named no file, its first fenced block as the whole of the one editable file its language tag
+/// stands for (a small model writes ```c and the file, forgetting the path line; elsewhere an
+/// unnamed block is a quotation).
+pub fn parse_reply_in(
+    text: &str,
+    known: &[String],
+    editable: &[&String],
+    whole: bool,
+) -> TextReply {
+    let mut out = parse_text_reply(text, known, editable);
+    if !out.edits.is_empty() || !whole {
         return out;
     }
+    let unnamed_into = editable;
     let lines: Vec<&str> = text.lines().collect();
     let Some(open) = lines.iter().position(|l| l.trim().starts_with("```")) else {
         return out;
@@ -164,15 +217,10 @@ pub fn parse_reply_in(text: &str, known: &[String], unnamed_into: &[&String]) ->
             *path
         }
         None => {
-            let exts = extensions(lines[open].trim().trim_start_matches('`').trim());
-            let mut named = unnamed_into.iter().filter(|k| {
-                let ext = k.rsplit_once('.').map_or("", |(_, e)| e);
-                exts.contains(&ext)
-            });
-            let (Some(path), None) = (named.next(), named.next()) else {
+            let Some(path) = tagged(lines[open], unnamed_into) else {
                 return out;
             };
-            *path
+            path
         }
     };
     block_files(path, body, known, &mut out);
@@ -220,7 +268,7 @@ mod tests {
     #[test]
     fn search_replace_blocks_and_commands() {
         let reply = "I will unroll.\n\nkernel.c\n<<<<<<< SEARCH\nfor (i = 0;\n=======\nfor (i = 1;\n>>>>>>> REPLACE\n\nBUILD\n";
-        let r = parse_text_reply(reply, &[]);
+        let r = parse_text_reply(reply, &[], &[]);
         assert_eq!(
             r.edits,
             vec![TextEdit::Replace {
@@ -239,6 +287,7 @@ mod tests {
         let r = parse_text_reply(
             "params.h\n```c\n#define X 1\n```\nSUBMIT: smaller tiles\n",
             &known,
+            &[],
         );
         assert_eq!(
             r.edits,
@@ -248,7 +297,7 @@ mod tests {
             }]
         );
         assert_eq!(r.submit.as_deref(), Some("smaller tiles"));
-        let quoted = parse_text_reply("Here is an idea:\n```c\nint x;\n```\n", &known);
+        let quoted = parse_text_reply("Here is an idea:\n```c\nint x;\n```\n", &known, &[]);
         assert!(quoted.edits.is_empty());
     }
 
@@ -257,7 +306,7 @@ mod tests {
         let known = vec!["kernel.c".to_string(), "params.h".to_string()];
         let editable: Vec<&String> = known.iter().collect();
         let reply = "```c\n#include \"kernel.h\"\nvoid k(void) {}\n```\n";
-        let r = parse_reply_in(reply, &known, &editable);
+        let r = parse_reply_in(reply, &known, &editable, true);
         assert_eq!(
             r.edits,
             vec![TextEdit::WholeFile {
@@ -265,13 +314,21 @@ mod tests {
                 content: "#include \"kernel.h\"\nvoid k(void) {}\n".into()
             }]
         );
-        assert!(parse_reply_in(reply, &known, &[]).edits.is_empty());
+        assert!(
+            parse_reply_in(reply, &known, &editable, false)
+                .edits
+                .is_empty()
+        );
         // A tag that stands for no file, or for two, is no edit.
         let two = vec!["a.c".to_string(), "b.c".to_string()];
         let both: Vec<&String> = two.iter().collect();
-        assert!(parse_reply_in(reply, &two, &both).edits.is_empty());
+        assert!(parse_reply_in(reply, &two, &both, true).edits.is_empty());
         let json = "```json\n{}\n```\n";
-        assert!(parse_reply_in(json, &known, &editable).edits.is_empty());
+        assert!(
+            parse_reply_in(json, &known, &editable, true)
+                .edits
+                .is_empty()
+        );
     }
 
     #[test]
@@ -279,7 +336,7 @@ mod tests {
         let known = vec!["kernel.c".to_string(), "params.h".to_string()];
         let editable: Vec<&String> = known.iter().collect();
         let reply = "```\nparams.h\n#define PAD 0\n```\nSUBMIT: less padding\n";
-        let r = parse_reply_in(reply, &known, &editable);
+        let r = parse_reply_in(reply, &known, &editable, true);
         assert_eq!(
             r.edits,
             vec![TextEdit::WholeFile {
@@ -287,7 +344,11 @@ mod tests {
                 content: "#define PAD 0\n".into()
             }]
         );
-        assert!(parse_reply_in(reply, &known, &[]).edits.is_empty());
+        assert!(
+            parse_reply_in(reply, &known, &editable, false)
+                .edits
+                .is_empty()
+        );
     }
 
     #[test]
@@ -296,7 +357,7 @@ mod tests {
         let editable: Vec<&String> = known.iter().collect();
         let reply =
             "```\nkernel.c\nint k;\n\n--- params.h ---\n#define ROWS 2\n\nSUBMIT: two rows\n```\n";
-        let r = parse_reply_in(reply, &known, &editable);
+        let r = parse_reply_in(reply, &known, &editable, true);
         let file = |p: &str, c: &str| TextEdit::WholeFile {
             path: p.into(),
             content: c.into(),
@@ -311,16 +372,48 @@ mod tests {
         assert_eq!(r.submit.as_deref(), Some("two rows"));
         let listed = "--- kernel.c ---\n```\nint k;\n```\n";
         assert_eq!(
-            parse_reply_in(listed, &known, &editable).edits,
+            parse_reply_in(listed, &known, &editable, true).edits,
             vec![file("kernel.c", "int k;\n")]
         );
     }
 
     #[test]
+    fn search_blocks_inside_a_fence_edit_the_file_its_tag_or_the_line_before_names() {
+        let known: Vec<String> = ["kernel.c", "bench.c", "params.h"].map(String::from).into();
+        let editable = vec![&known[0], &known[2]];
+        let block = "<<<<<<< SEARCH\nint a;\n=======\nint b;\n>>>>>>> REPLACE\n";
+        let replace = |path: &str| TextEdit::Replace {
+            path: path.into(),
+            search: "int a;\n".into(),
+            replace: "int b;\n".into(),
+        };
+        let tagged = format!("```c\n{block}\nSUBMIT: b\n```\n");
+        let r = parse_reply_in(&tagged, &known, &editable, false);
+        assert_eq!(r.edits, vec![replace("kernel.c")]);
+        assert_eq!(r.submit.as_deref(), Some("b"));
+        // The path before the fence wins, and the fence is not read as that file's whole text.
+        let named = format!("params.h\n```c\n{block}```\n");
+        let r = parse_reply_in(&named, &known, &editable, true);
+        assert_eq!(r.edits, vec![replace("params.h")]);
+        // A tag that stands for no editable file, or for two, leaves the tag as the path,
+        // which then fails to apply with the reason named.
+        let cpp = format!("```cpp\n{block}```\n");
+        assert_eq!(
+            parse_reply_in(&cpp, &known, &editable, false).edits,
+            vec![replace("cpp")]
+        );
+        let both = vec![&known[0], &known[1]];
+        assert_eq!(
+            parse_reply_in(&tagged, &known, &both, false).edits,
+            vec![replace("c")]
+        );
+    }
+
+    #[test]
     fn unclosed_blocks_are_reported_and_params_read() {
-        let r = parse_text_reply("`kernel.c`\n<<<<<<< SEARCH\nabc\n", &[]);
+        let r = parse_text_reply("`kernel.c`\n<<<<<<< SEARCH\nabc\n", &[], &[]);
         assert_eq!(r.malformed.len(), 1);
-        let p = parse_text_reply("PARAMS: {\"TILE\": 64}\n", &[]);
+        let p = parse_text_reply("PARAMS: {\"TILE\": 64}\n", &[], &[]);
         assert_eq!(p.params.as_deref(), Some("{\"TILE\": 64}"));
     }
 }

@@ -18,15 +18,13 @@ pub(super) const FOCUSED_REPLIES: usize = 2;
 
 impl Conversation<'_> {
     /// The reply's blocks, parsed against the scratch tree's files; a fenced block without a
-    /// path line may stand for an editable file in the protocols that write whole files.
+    /// path line may stand for an editable file in the protocols that write whole files, and
+    /// a fence's tag names the editable file of SEARCH/REPLACE blocks inside it in any.
     fn parse(&self, reply: &str) -> TextReply {
         let files = self.host.list_files();
         let whole = matches!(self.protocol, Protocol::WholeFile | Protocol::Focused);
-        let editable: Vec<&String> = files
-            .iter()
-            .filter(|f| whole && self.host.is_editable(f))
-            .collect();
-        parse_reply_in(reply, &files, &editable)
+        let editable: Vec<&String> = files.iter().filter(|f| self.host.is_editable(f)).collect();
+        parse_reply_in(reply, &files, &editable, whole)
     }
 
     /// Applies the edits to the scratch tree: whether any applied, and why the others did not.
