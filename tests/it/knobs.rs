@@ -78,3 +78,21 @@ fn a_knob_a_candidate_adds_is_recorded_and_explored_by_the_search() {
     }
     assert!(moved > 0, "the search tried other values of the new knob");
 }
+
+#[test]
+fn a_malformed_knob_in_the_task_s_own_parameter_file_is_refused_at_load() {
+    let env = Env::new();
+    let task = env.task("spin");
+    std::fs::write(
+        task.join("params.h"),
+        "#define PAD_PERMILLE 200\n#define PAD_DIV 4 // values: 4\n",
+    )
+    .unwrap();
+    env.cmd()
+        .args(["context", task.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "params.h: knob PAD_DIV: declare 2 to 16 values, not 1",
+        ));
+}
