@@ -65,9 +65,15 @@ pub fn parse_text_reply(text: &str, known: &[String], editable: &[&String]) -> T
                 k += 1;
             }
             if j >= lines.len() || k >= lines.len() {
-                out.malformed.push(format!(
-                    "the SEARCH/REPLACE block for {path:?} is not closed"
-                ));
+                // A 0.5B model's habit: the old text and `>>>>>>> REPLACE` with no `=======`.
+                let unsplit = search.iter().any(|l| l.trim() == ">>>>>>> REPLACE");
+                out.malformed.push(if unsplit {
+                    format!(
+                        "the SEARCH/REPLACE block for {path:?} has no ======= line: write the old lines, then =======, then the new lines, then >>>>>>> REPLACE"
+                    )
+                } else {
+                    format!("the SEARCH/REPLACE block for {path:?} is not closed")
+                });
                 break;
             }
             let join = |v: &[&str]| {
@@ -413,6 +419,12 @@ mod tests {
     fn unclosed_blocks_are_reported_and_params_read() {
         let r = parse_text_reply("`kernel.c`\n<<<<<<< SEARCH\nabc\n", &[], &[]);
         assert_eq!(r.malformed.len(), 1);
+        let unsplit =
+            parse_text_reply("kernel.c\n<<<<<<< SEARCH\nabc\n>>>>>>> REPLACE\n", &[], &[]);
+        assert!(
+            unsplit.malformed[0].contains("has no ======= line"),
+            "{unsplit:?}"
+        );
         let p = parse_text_reply("PARAMS: {\"TILE\": 64}\n", &[], &[]);
         assert_eq!(p.params.as_deref(), Some("{\"TILE\": 64}"));
     }
