@@ -153,6 +153,22 @@ impl ParamSpace {
         self.one_knob(base, |_, _| true)
     }
 
+    /// For each other declared value of `knob`, a valid assignment that has it and differs from
+    /// `base` in `knob` alone where the constraints allow, else in one more knob.
+    pub fn each_value_of(&self, base: &Params, knob: &str) -> Vec<Params> {
+        let apart = |p: &Params| p.iter().filter(|(k, v)| base.get(*k) != Some(*v)).count();
+        let mut moved: Vec<Params> = self.neighbours(base);
+        moved.retain(|p| p.get(knob) != base.get(knob));
+        moved.sort_by_key(apart);
+        let mut out: Vec<Params> = Vec::new();
+        for p in moved {
+            if !out.iter().any(|q| q.get(knob) == p.get(knob)) {
+                out.push(p);
+            }
+        }
+        out
+    }
+
     /// As `neighbours`, with each knob moved only to the values declared next to its own.
     pub(crate) fn adjacent(&self, base: &Params) -> Vec<Params> {
         self.one_knob(base, |from, to| from.is_none_or(|f| f.abs_diff(to) == 1))

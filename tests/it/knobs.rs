@@ -5,6 +5,23 @@
 use crate::common::Env;
 use serde_json::json;
 
+/// Replays the two candidates `steps` on `task`, checks one of them was accepted, and returns
+/// both evaluations (verdict, stage, reason) in order.
+fn replay_two_one_accepted(
+    env: &Env,
+    task: &std::path::Path,
+    steps: &[String],
+) -> serde_json::Value {
+    let replay = env.write("steps.jsonl", &(steps.join("\n") + "\n"));
+    let replay = format!("replay:{}", replay.display());
+    let report = env.run(task, &["--proposer", &replay, "--budget", "2"]);
+    assert_eq!(report["accepted"], 1, "{report}");
+    env.json(&[
+        "query",
+        "SELECT e.verdict, e.stage, e.reason FROM candidates c JOIN evaluations e ON e.candidate_id = c.id ORDER BY c.id",
+    ])
+}
+
 #[test]
 fn a_knob_a_candidate_adds_is_recorded_and_explored_by_the_search() {
     let env = Env::new();
@@ -28,14 +45,7 @@ fn a_knob_a_candidate_adds_is_recorded_and_explored_by_the_search() {
             "the padding divided by a new knob",
         ),
     ];
-    let replay = env.write("steps.jsonl", &(steps.join("\n") + "\n"));
-    let replay = format!("replay:{}", replay.display());
-    let report = env.run(&task, &["--proposer", &replay, "--budget", "2"]);
-    assert_eq!(report["accepted"], 1, "{report}");
-    let rows = env.json(&[
-        "query",
-        "SELECT e.verdict, e.reason FROM candidates c JOIN evaluations e ON e.candidate_id = c.id ORDER BY c.id",
-    ]);
+    let rows = replay_two_one_accepted(&env, &task, &steps);
     assert_eq!(rows[0]["verdict"], "failed", "{rows}");
     let why = rows[0]["reason"].as_str().unwrap();
     assert!(
@@ -95,4 +105,36 @@ fn a_malformed_knob_in_the_task_s_own_parameter_file_is_refused_at_load() {
         .stderr(predicates::str::contains(
             "params.h: knob PAD_DIV: declare 2 to 16 values, not 1",
         ));
+}
+
+#[test]
+fn a_faster_candidate_with_a_broken_branch_its_own_values_skip_is_not_accepted() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let kernel = std::fs::read_to_string(task.join("kernel.c")).unwrap();
+    let branch = |other: &str| {
+        kernel.replace(
+            "    return x;\n}",
+            &format!("#if MODE == 0\n    return x;\n#else\n    return {other};\n#endif\n}}"),
+        )
+    };
+    let step = |other: &str, note: &str| {
+        let params = "#define PAD_PERMILLE 0\n#define MODE 0 // values: 0, 1\n";
+        json!({ "files": { "params.h": params, "kernel.c": branch(other) }, "note": note })
+            .to_string()
+    };
+    // Both are far faster with the padding gone; the first breaks the branch MODE = 1 compiles.
+    let steps = [
+        step("x + 1", "no padding, and a wrong MODE 1"),
+        step("x", "no padding"),
+    ];
+    let rows = replay_two_one_accepted(&env, &task, &steps);
+    assert_eq!(rows[0]["verdict"], "failed", "{rows}");
+    assert_eq!(rows[0]["stage"], "retest", "{rows}");
+    let why = rows[0]["reason"].as_str().unwrap();
+    assert!(
+        why.starts_with("with MODE = 1 (an #if in kernel.c names it"),
+        "{why}"
+    );
+    assert_eq!(rows[1]["verdict"], "accepted", "{rows}");
 }

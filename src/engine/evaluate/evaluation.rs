@@ -233,6 +233,7 @@ impl Harness<'_> {
         ev.summary = Some(summary);
         if matches!(ev.verdict, Verdict::Accepted | Verdict::Quarantined) {
             self.test(&built, Stage::Retest)?;
+            self.test_branches(&incumbent.tree, &built.tree)?;
         }
         ev.tree = Some(built.tree.clone());
         ev.built = Some(built);

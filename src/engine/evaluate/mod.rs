@@ -2,6 +2,7 @@
 //! through the harness, here or on remote targets. The harness runs commands through the
 //! `Processes` seam, which the task's real processes and a replayed cache both implement.
 
+mod branches;
 mod confirm;
 mod evaluation;
 mod evaluator;
