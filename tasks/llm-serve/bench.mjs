@@ -12,8 +12,6 @@ import {load, requests, rng} from "./traffic.mjs";
 import {referee} from "./verify.mjs";
 
 const VERIFIED = 2;
-/// How many of a verified answer's first tokens are compared (the reference's time is not free).
-const VERIFIED_TOKENS = 16;
 const w = load(process.env.POLYMORPH_WORKLOAD ?? new URL("./workloads/chat.json", import.meta.url).pathname);
 const reqs = requests(w);
 const server = await startServer();
@@ -50,11 +48,14 @@ const answered = done.map((a, i) => [a, i]).filter(([a, i]) => scored[i].complet
 const r = rng(Number(process.env.POLYMORPH_SEED ?? 1));
 if (answered.length) {
     const engine = await loadModel();
+    // How many of a verified answer's first tokens are compared: the reference's time is not
+    // free, and it grows with the model (models.json's `check`).
+    const verifiedTokens = engine.file.check.bench_tokens;
     const ref = await referee(engine);
     for (let k = 0; k < VERIFIED; k++) {
         const [a, i] = answered[r.int(0, answered.length - 1)];
         const prompt = engine.model.tokenize(chatPrompt(reqs[i].messages), true);
-        const n = Math.min(VERIFIED_TOKENS, a.tokens.length);
+        const n = Math.min(verifiedTokens, a.tokens.length);
         const v = await ref.judge(prompt, a.tokens.slice(0, n), {ignoreEos: true, maxTokens: n});
         if (!v.ok) {
             console.error(`request ${i}: its answer is not the reference's: ${v.why}`);

@@ -8,18 +8,19 @@ import {chatPrompt, loadModel, modelFile, sha256Of} from "./engine.mjs";
 import {rng} from "./traffic.mjs";
 import {referee} from "./verify.mjs";
 
-const ANSWER_TOKENS = 40;
-const FILLERS = 6;
+// Sized to the model's speed (models.json's `check`), so that a larger model stays inside the
+// task's timeout.
+const file = modelFile();
+const {answer_tokens: ANSWER_TOKENS, fillers: FILLERS, long_prompt_words: LONG_WORDS} = file.check;
 const PROMPTS = [
     "",
     "What is the capital of France?",
     "Explain what a hash table is, in three sentences.",
     "Übersetze ins Englische: Grüße aus Köln, 東京 und São Paulo.",
     "Write a haiku about the sea.",
-    `Read these notes and name the three words that appear most often: ${rng(7).words(700)}`,
+    `Read these notes and name the three words that appear most often: ${rng(7).words(LONG_WORDS)}`,
 ];
 
-const file = modelFile();
 const sha = await sha256Of(file.path);
 if (sha !== file.sha256) {
     console.error(`FAIL: ${file.path} has sha256 ${sha}, not the ${file.name} the context names (${file.sha256})`);

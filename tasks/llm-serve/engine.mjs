@@ -31,7 +31,7 @@ export async function llamaCpp() {
     return import(pathToFileURL(entry).href);
 }
 
-/// The model the context names: {name, sha256, path, bytes}.
+/// The model the context names: {name, sha256, path, bytes, check}.
 export function modelFile() {
     const named = process.env.POLYMORPH_MODEL ?? "";
     const sha = /sha256:([0-9a-f]{64})/.exec(named)?.[1];
@@ -42,6 +42,10 @@ export function modelFile() {
     const path = join(site, known.file);
     if (!existsSync(path)) throw new Error(`${known.name}: ${path} is missing: \`polymorph setup\` installs ${known.wheel}`);
     if (statSync(path).size !== known.bytes) throw new Error(`${path}: ${statSync(path).size} bytes, where ${known.name} has ${known.bytes}`);
+    const sizes = ["answer_tokens", "fillers", "long_prompt_words", "bench_tokens"];
+    if (!sizes.every((k) => Number.isInteger(known.check?.[k]) && known.check[k] >= 0)) {
+        throw new Error(`models.json: ${known.name} needs "check": {${sizes.join(", ")}}, whole numbers`);
+    }
     return {...known, sha256: sha, path};
 }
 
