@@ -18,7 +18,7 @@ const MAX_VALUES: usize = 16;
 pub type Knobs = BTreeMap<String, Vec<Value>>;
 
 /// The knobs a c-define file declares, or why a declaration is not one.
-pub(super) fn declared(text: &str) -> Result<Knobs, String> {
+fn declared(text: &str) -> Result<Knobs, String> {
     let mut out = Knobs::new();
     for line in text.lines() {
         let Some((define, list)) = line.split_once(DECLARE) else {

@@ -75,6 +75,10 @@ pub fn resolve_with(mut task: Task, workload: Option<Workload>) -> Result<Resolv
         task.metric.weights = w.weights()?;
     }
     let source = task.source_tree()?;
+    // A knob the task's own parameter file declares must be well formed, as a candidate's is
+    // at verification: the search reads both the same way.
+    task.added_knobs(&source)
+        .map_err(|e| anyhow::anyhow!("task {}: {e}", task.name))?;
     let hand_tuned = task.hand_tuned_tree(&source)?;
     let path_var = task.path_var(&std::env::var("PATH").unwrap_or_default());
     let fingerprint = context::fingerprint(&task, &source, workload.as_ref(), &path_var)?;

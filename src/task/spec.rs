@@ -3,7 +3,6 @@
 
 use super::files::{existing, globset};
 use super::judging::{RawJudge, judge};
-use super::knobs;
 use super::node::{self, NodeEnv, RawNode};
 use super::params::{ParamsSpec, parse_params};
 use super::python::{self, PythonEnv, RawPython};
@@ -13,7 +12,6 @@ use crate::measure::{Direction, JudgeSettings, Metric};
 use agent::Params;
 use anyhow::{Context as _, Result, bail};
 use globset::GlobSet;
-use sandbox::ParamFormat;
 use sandbox::{FileTree, RelPath};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -223,13 +221,6 @@ impl Task {
             Some(table) => Some(parse_params(file, &editable, table)?),
             None => None,
         };
-        if let Some(spec) = params.as_ref().filter(|s| s.format == ParamFormat::CDefine) {
-            // A knob the task's own parameter file declares must be well formed: a candidate's
-            // is checked at verification, and the search reads both the same way.
-            if let Ok(text) = std::fs::read_to_string(dir.join(spec.file.as_str())) {
-                knobs::declared(&text).map_err(|e| anyhow::anyhow!("{}: {e}", spec.file))?;
-            }
-        }
         let python = match &raw.python {
             Some(p) => Some(python::parse(&dir, &raw.name, file, p)?),
             None => None,
