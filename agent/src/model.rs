@@ -261,7 +261,7 @@ impl Proposer for ModelProposer {
             let threshold = (1.0 + self.goal.min_gain).ln();
             match self
                 .race
-                .step(ctx, &ranked, threshold, p.is_some().then_some(hope))
+                .step(ctx, &ranked, threshold, p.is_some().then_some(hope), false)
             {
                 Step::Confirm(leader, screened) => {
                     if let Some(again) = (screened > BIG_STEP.ln())

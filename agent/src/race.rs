@@ -82,12 +82,17 @@ impl Race {
     /// The next step, from the observations scored against the incumbent (best first), the
     /// gain the judge asks for (as a log-ratio) and, when a fresh candidate is left, the best
     /// objective the model expects of one: a race goes on while that beats the leader.
+    /// `warming` says the screen it may ask for is a start-up draw (uniform, before the
+    /// strategy's model has enough measurements to choose): a race's length is counted in the
+    /// model's own proposals, so such a screen does not bring the judgement nearer. Counted,
+    /// TPE's ten start-up draws would settle its first race before it proposed anything.
     pub(crate) fn step(
         &mut self,
         ctx: &ProposalContext,
         ranked: &[(f64, Params)],
         threshold: f64,
         hope: Option<f64>,
+        warming: bool,
     ) -> Step {
         if ctx.incumbent_params != self.against {
             *self = Race {
@@ -118,7 +123,7 @@ impl Race {
             }
             _ if last && hope.is_some() => Step::Judge,
             _ if hope.is_some() => {
-                self.screens += 1;
+                self.screens += usize::from(!warming);
                 self.stalled += 1;
                 Step::Screen
             }
@@ -171,11 +176,31 @@ mod tests {
         let c = ctx(vec![seen(1, true), seen(2, true)], 40);
         let mut steps = Vec::new();
         for _ in 0..MIN_SCREENS + 1 {
-            steps.push(race.step(&c, &ranked, 0.02, Some(0.0)));
+            steps.push(race.step(&c, &ranked, 0.02, Some(0.0), false));
         }
         assert!(steps[..MIN_SCREENS].iter().all(|s| *s == Step::Screen));
         assert_eq!(steps[MIN_SCREENS], Step::Confirm(p(2), 0.3));
         assert_eq!(race.leader(&ranked), Some(&p(2)));
+    }
+
+    #[test]
+    fn start_up_draws_do_not_bring_the_judgement_nearer() {
+        let mut race = Race::default();
+        let ranked = vec![(0.3, p(2)), (0.1, p(1))];
+        let c = ctx(vec![seen(1, true), seen(2, true)], 40);
+        // However long the leader has held, a race of start-up draws alone is not settled.
+        for _ in 0..MAX_SCREENS + 2 {
+            assert_eq!(race.step(&c, &ranked, 0.02, Some(0.0), true), Step::Screen);
+        }
+        // Counted from the model's first proposal: it confirms after MIN_SCREENS of its own,
+        // the leader having held through the start-up draws.
+        for _ in 0..MIN_SCREENS {
+            assert_eq!(race.step(&c, &ranked, 0.02, Some(0.0), false), Step::Screen);
+        }
+        assert_eq!(
+            race.step(&c, &ranked, 0.02, Some(0.0), false),
+            Step::Confirm(p(2), 0.3)
+        );
     }
 
     #[test]
@@ -184,12 +209,15 @@ mod tests {
         // 2 was judged in full after its screen; 1 gains less than the judge asks for.
         let ranked = vec![(0.3, p(2)), (0.01, p(1))];
         let c = ctx(vec![seen(1, true), seen(2, true), seen(2, false)], 5);
-        assert_eq!(race.step(&c, &ranked, 0.02, Some(0.0)), Step::Screen);
-        assert_eq!(race.step(&c, &ranked, 0.02, None), Step::Done);
+        assert_eq!(race.step(&c, &ranked, 0.02, Some(0.0), false), Step::Screen);
+        assert_eq!(race.step(&c, &ranked, 0.02, None, false), Step::Done);
         // A run's last candidate with nothing to confirm is judged in full: a run of one
         // candidate can still accept.
         let last = ctx(vec![seen(2, true), seen(2, false)], 1);
-        assert_eq!(race.step(&last, &ranked, 0.02, Some(0.0)), Step::Judge);
+        assert_eq!(
+            race.step(&last, &ranked, 0.02, Some(0.0), false),
+            Step::Judge
+        );
     }
 
     #[test]
@@ -198,12 +226,15 @@ mod tests {
         let ranked = vec![(0.2, p(1))];
         let c = ctx(vec![seen(1, true)], 1);
         assert_eq!(
-            race.step(&c, &ranked, 0.02, Some(0.0)),
+            race.step(&c, &ranked, 0.02, Some(0.0), false),
             Step::Confirm(p(1), 0.2)
         );
         let mut moved = ctx(vec![seen(1, true)], 30);
         moved.incumbent_params = Some(p(5));
-        assert_eq!(race.step(&moved, &ranked, 0.02, Some(0.0)), Step::Screen);
+        assert_eq!(
+            race.step(&moved, &ranked, 0.02, Some(0.0), false),
+            Step::Screen
+        );
         assert_eq!(race.screens, 1);
     }
 

@@ -129,7 +129,8 @@ impl Proposer for TpeProposer {
             // TPE has no predicted gain to hold a race open: a fresh assignment left is
             // enough to go on screening, and the race settles on its own counts.
             let hope = chosen.is_some().then_some(f64::NEG_INFINITY);
-            match self.race.step(ctx, &ranked, threshold, hope) {
+            let warming = ranked.len() < STARTUP;
+            match self.race.step(ctx, &ranked, threshold, hope, warming) {
                 Step::Confirm(leader, screened) => {
                     let again = (screened > BIG_STEP.ln())
                         .then(|| unsettled_near_tie(&leader, screened, &ranked, ctx))

@@ -119,12 +119,12 @@ fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
             "--workload",
             task.join("workloads/prefill.json").to_str().unwrap(),
             "--budget",
-            "24",
+            "40",
             "--seed",
             "1",
         ],
     );
-    assert_eq!(report["candidates"], 24, "{report}");
+    assert_eq!(report["candidates"], 40, "{report}");
     let rows = env.json(&[
         "query",
         "SELECT c.seq, c.origin, c.params_key, e.verdict, e.pairs, e.reason \
@@ -179,7 +179,7 @@ fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
             confirmed += 1;
         } else {
             // With no contender to confirm, a run's last candidate is a fresh one judged in full.
-            assert_eq!(r["seq"], 24, "{r}");
+            assert_eq!(r["seq"], 40, "{r}");
             assert!(!screened.contains_key(&key), "{r}");
         }
         if verdict == "accepted" {
