@@ -6,20 +6,18 @@
 
 use crate::SandboxError;
 use crate::hide::Hiding;
+use crate::reap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Set to true to abandon the running command (e.g. on Ctrl-C): it is killed with its group.
 pub type CancelFlag = Arc<AtomicBool>;
-
-/// Distinguishes the marker tokens of commands run by this process.
-static TOKEN_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// How often a waiting run looks at the cancel flag; exits are seen at once, not polled.
 const CANCEL_POLL: Duration = Duration::from_millis(100);
@@ -206,47 +204,6 @@ fn kill_group(pgid: u32) {
     }
 }
 
-/// Environment variable marking every process of one command, so that without a PID namespace
-/// the ones that left its process group (setsid, double fork) can still be found and killed.
-const TOKEN_VAR: &str = "POLYMORPH_SANDBOX_TOKEN";
-/// Scans of /proc for marked processes; each kills what it finds, and forks racing a scan are
-/// caught by the next.
-const TOKEN_SCANS: usize = 5;
-
-/// Kills every process whose environment carries `TOKEN_VAR=token`. Best effort: a process
-/// that rewrites its own environment block escapes it (bwrap's PID namespace does not).
-fn kill_marked(token: &str) {
-    let needle = format!("{TOKEN_VAR}={token}");
-    for _ in 0..TOKEN_SCANS {
-        let mut found = false;
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<libc::pid_t>().ok())
-            else {
-                continue;
-            };
-            let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-                continue;
-            };
-            if environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
-                // SAFETY: kill(2) on a pid we just identified; no memory is touched.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
-                found = true;
-            }
-        }
-        if !found {
-            return;
-        }
-    }
-}
-
 /// Waits for the command until `deadline` or cancellation (then kills its group), and kills
 /// whatever it left in its group either way. Its exit status, and why it was stopped if it was.
 fn wait(
@@ -405,23 +362,18 @@ impl Runner {
             tempfile::tempfile().map_err(|e| SandboxError::io("creating an output file", e))?;
         let mut err_file =
             tempfile::tempfile().map_err(|e| SandboxError::io("creating an output file", e))?;
-        let token = match self.isolation {
-            Isolation::Plain(_) => Some(format!(
-                "{}-{}",
-                std::process::id(),
-                TOKEN_SEQ.fetch_add(1, Ordering::SeqCst)
-            )),
-            Isolation::Bwrap { .. } => None,
-        };
+        // Every command is marked, bwrap's too: its PID namespace dies with its init, but an
+        // init left behind by a controller killed as bwrap started is found by its mark.
+        let token = reap::new_token();
         let mut env = spec.env.clone();
-        env.extend(token.iter().map(|t| (TOKEN_VAR.to_string(), t.clone())));
+        env.push((reap::TOKEN_VAR.to_string(), token.clone()));
         let started = Instant::now();
         let handle = Arc::new(self.spawn(spec, env, &out_file, &err_file)?);
         let (status, forced) = wait(&handle, started + spec.timeout, cancel);
         let wall = started.elapsed();
         // And whatever left the group: under bwrap the PID namespace took it with it.
-        if let Some(t) = &token {
-            kill_marked(t);
+        if let Isolation::Plain(_) = self.isolation {
+            reap::kill_marked(&token);
         }
         let exit = match (forced, status) {
             (Some(kind), _) => kind,

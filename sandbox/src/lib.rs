@@ -12,6 +12,7 @@ mod hide;
 mod params;
 mod patch;
 mod path;
+mod reap;
 mod snapshot;
 mod workspace;
 
@@ -21,5 +22,6 @@ pub use exec::{CancelFlag, CommandSpec, ExitKind, Isolation, Outcome, Runner, Tr
 pub use params::{ParamFormat, param_scalar, param_token, parse_params, render_params};
 pub use patch::{FilePatch, parse_unified_diff};
 pub use path::RelPath;
+pub use reap::reap_orphans;
 pub use snapshot::Snapshot;
 pub use workspace::{FileTree, Manifest, Workspace, sha256_hex};

@@ -128,6 +128,19 @@ fn environment_is_only_what_is_passed_and_stdin_is_empty() {
             "{names:?}"
         );
         assert!(out.stdout.ends_with("done\n"));
+        // Every command is marked with this process as its owner, bwrap's too: that is how
+        // what a killed polymorph left behind is found (reap.rs).
+        let token = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("POLYMORPH_SANDBOX_TOKEN="))
+            .unwrap_or_else(|| panic!("no mark: {}", out.stdout));
+        let owner = token.rsplit_once('-').unwrap().0;
+        assert_eq!(
+            owner.split('.').nth(1),
+            Some(std::process::id().to_string().as_str()),
+            "{token}"
+        );
     }
 }
 

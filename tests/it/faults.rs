@@ -250,3 +250,56 @@ fn a_target_that_hangs_up_before_reading_its_job_is_a_fault_not_a_crash() {
     assert!(err.contains("Connection refused"), "{err}");
     assert_consistent(&env);
 }
+
+/// This process as a sandbox token names its owner: PID namespace, PID, start time.
+fn owner_of_this_test() -> (String, String, String) {
+    let ns = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    let ns = ns.to_str().unwrap();
+    let ns = ns
+        .trim_start_matches("pid:[")
+        .trim_end_matches(']')
+        .to_string();
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 1..];
+    let started = after.split_whitespace().nth(19).unwrap().to_string();
+    (ns, std::process::id().to_string(), started)
+}
+
+#[test]
+fn sandboxed_processes_a_killed_polymorph_left_behind_are_killed_by_the_next() {
+    // What bwrap leaves when its parent dies as it starts (its parent-death signal set too
+    // late): a process marked with the token of a polymorph that is gone. Stood in for by a
+    // `sleep` marked with a dead PID, beside one marked by this live test process.
+    let env = Env::new();
+    let (ns, me, started) = owner_of_this_test();
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let marked = |owner: String| {
+        std::process::Command::new("sleep")
+            .arg("300")
+            .env("POLYMORPH_SANDBOX_TOKEN", format!("{owner}-0"))
+            .spawn()
+            .unwrap()
+    };
+    let mut orphan = marked(format!("{ns}.{dead}.1"));
+    let mut alive = marked(format!("{ns}.{me}.{started}"));
+    let task = env.task("spin");
+    env.cmd()
+        .args(["check", task.to_str().unwrap(), "--rounds", "1"])
+        .assert()
+        .success();
+    let reaped = crate::common::wait_for(Duration::from_secs(5), || {
+        orphan.try_wait().unwrap().is_some()
+    });
+    let still = alive.try_wait().unwrap().is_none();
+    alive.kill().ok();
+    alive.wait().ok();
+    if !reaped {
+        orphan.kill().ok();
+    }
+    use std::os::unix::process::ExitStatusExt;
+    assert!(reaped, "the orphan outlived the next polymorph's start");
+    assert_eq!(orphan.wait().unwrap().signal(), Some(9));
+    assert!(still, "a process of a live polymorph was killed");
+}
