@@ -220,3 +220,52 @@ fn a_warm_start_brings_the_neighbours_edited_code_too() {
     assert_eq!(payload["files"]["kernel.c"], edited.as_str());
     assert_eq!(payload["files"]["params.h"], "#define PAD_PERMILLE 0\n");
 }
+
+#[test]
+fn a_tree_judged_against_an_incumbent_is_not_judged_again_in_this_run_or_the_next() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let kernel = std::fs::read_to_string(task.join("kernel.c")).unwrap();
+    let same = files_line(
+        "kernel.c",
+        &format!("/* tidier */\n{kernel}"),
+        "comment only",
+    );
+    let other = files_line(
+        "kernel.c",
+        &format!("/* other */\n{kernel}"),
+        "comment only",
+    );
+    let run = |lines: &[&str], name: &str| {
+        let replay = env.write(name, &(lines.join("\n") + "\n"));
+        let replay = format!("replay:{}", replay.display());
+        env.run(
+            &task,
+            &["--proposer", &replay, "--budget", &lines.len().to_string()],
+        )
+    };
+    // Sent twice in one run, then again in the next: judged once, against the same incumbent.
+    let first = run(&[&same, &same, &other], "one.jsonl");
+    assert_eq!(first["accepted"], 0, "{first}");
+    run(&[&same], "two.jsonl");
+    let rows = env.json(&[
+        "query",
+        "SELECT c.run_id, c.seq, e.verdict, e.stage, e.reason, e.pairs, c.diff FROM candidates c \
+         JOIN evaluations e ON e.candidate_id = c.id ORDER BY c.id",
+    ]);
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    let judged = |r: &Value| r["pairs"].as_i64().unwrap() > 0;
+    assert!(judged(&rows[0]) && judged(&rows[2]), "{rows:?}");
+    for repeat in [&rows[1], &rows[3]] {
+        assert_eq!(repeat["verdict"], "failed", "{repeat}");
+        assert_eq!(repeat["stage"], "verify", "{repeat}");
+        assert_eq!(repeat["pairs"], 0, "{repeat}");
+        assert_eq!(repeat["diff"], rows[0]["diff"], "{repeat}");
+        let reason = repeat["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("the same tree as candidate 1 of run 1, already judged against this incumbent (rejected"),
+            "{reason}"
+        );
+    }
+}

@@ -13,6 +13,7 @@ mod options;
 mod proposal_loop;
 mod proposers;
 mod recording;
+mod repeats;
 mod report;
 mod side_by_side;
 mod standing;

@@ -7,6 +7,7 @@ use super::ledger_sync::sync_ledger;
 use super::observations::Observations;
 use super::options::RunOptions;
 use super::recording::{Provenance, commit_message, record_row};
+use super::repeats::judged_before;
 use super::report::{Progress, overhead_ms, ratio, references};
 use super::standing::Standing;
 use crate::engine::evaluate::{Evaluation, Evaluator};
@@ -15,7 +16,7 @@ use crate::record::store::{NewEntry, Superseded};
 use crate::record::{CommitId, Ledger, RunProposer, Store};
 use crate::task::Resolved;
 use crate::task::knobs::new_knobs;
-use agent::{Params, ProposalContext, Proposer, params_key};
+use agent::{Params, Proposal, ProposalContext, Proposer, params_key};
 use anyhow::{Context as _, Result};
 use sandbox::CancelFlag;
 use std::collections::HashSet;
@@ -155,6 +156,7 @@ impl<'a> Loop<'a> {
                 )));
             }
             tracing::info!(first = k, candidates = batch.len(), "evaluating");
+            let repeats = self.repeats(&batch).await?;
             let judge = Judge {
                 metric: &task.metric,
                 settings: &task.judge,
@@ -162,7 +164,7 @@ impl<'a> Loop<'a> {
                 spread: None,
                 floor: &self.standing.0,
             };
-            let mut evs = self.exec.evaluate(&batch, &judge)?;
+            let mut evs = with_repeats(&batch, repeats, |fresh| self.exec.evaluate(fresh, &judge))?;
             let slowest = evs.iter().map(|e| e.process_seconds).fold(0.0, f64::max);
             batch_winner(&mut evs, k);
             let shared = batch.len();
@@ -210,6 +212,17 @@ impl<'a> Loop<'a> {
             }
         }
         Ok(None)
+    }
+
+    /// For each proposal of the batch, the evaluation to record instead of judging it, when its
+    /// tree was judged against this incumbent already (repeats.rs).
+    async fn repeats(&self, batch: &[Proposal]) -> Result<Vec<Option<Evaluation>>> {
+        let mut out = Vec::with_capacity(batch.len());
+        for p in batch {
+            let incumbent = self.exec.incumbent_tree();
+            out.push(judged_before(self.store, self.r, self.incumbent_entry, incumbent, p).await?);
+        }
+        Ok(out)
     }
 
     async fn proposal_context(
@@ -373,6 +386,34 @@ impl Overhead {
     fn ms(&self, usage: Option<&agent::Usage>) -> f64 {
         overhead_ms(self.since, self.process_seconds, usage) / self.shared as f64
     }
+}
+
+/// The batch's evaluations in order: the repeats as given, the rest judged by `judge` (called
+/// once, and only when something is left to judge).
+fn with_repeats(
+    batch: &[Proposal],
+    repeats: Vec<Option<Evaluation>>,
+    judge: impl FnOnce(&[Proposal]) -> Result<Vec<Evaluation>>,
+) -> Result<Vec<Evaluation>> {
+    let fresh: Vec<Proposal> = batch
+        .iter()
+        .zip(&repeats)
+        .filter(|(_, r)| r.is_none())
+        .map(|(p, _)| p.clone())
+        .collect();
+    let mut judged = if fresh.is_empty() {
+        Vec::new()
+    } else {
+        judge(&fresh)?
+    }
+    .into_iter();
+    repeats
+        .into_iter()
+        .map(|r| {
+            r.or_else(|| judged.next())
+                .context("an evaluation went missing")
+        })
+        .collect()
 }
 
 /// Candidates of one batch were all judged against the same incumbent: when several were

@@ -77,6 +77,31 @@ impl Store {
         Ok(keys.into_iter().collect())
     }
 
+    /// The candidate, if any, that proposed the same tree against the same incumbent in a
+    /// context (the same diff from that incumbent's tree) and was not accepted: (run id, seq,
+    /// verdict, reason).
+    pub async fn judged_tree(
+        &self,
+        task: &str,
+        context_id: &str,
+        parent_entry_id: i64,
+        diff: &str,
+    ) -> Result<Option<(i64, i64, String, String)>> {
+        Ok(sqlx::query_as(
+            "SELECT c.run_id, c.seq, e.verdict, e.reason FROM candidates c
+             JOIN evaluations e ON e.candidate_id = c.id
+             WHERE c.task = $1 AND c.context_id = $2 AND c.parent_entry_id = $3 AND c.diff = $4
+               AND e.verdict <> 'accepted'
+             ORDER BY c.id LIMIT 1",
+        )
+        .bind(task)
+        .bind(context_id)
+        .bind(parent_entry_id)
+        .bind(diff)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
     /// Every sample of every parameter assignment measured in a context after candidate
     /// `after` (0: all), oldest candidate first: (candidate id, payload, side, case, value); one
     /// row with no sample for an assignment that never reached the bench.
