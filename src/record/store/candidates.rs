@@ -78,8 +78,9 @@ impl Store {
     }
 
     /// The candidate, if any, that proposed the same tree against the same incumbent in a
-    /// context (the same diff from that incumbent's tree) and was not accepted: (run id, seq,
-    /// verdict, reason).
+    /// context (the same diff from that incumbent's tree) and was judged and not accepted
+    /// (rejected, failed or quarantined; a race's contender held after its screen was not
+    /// judged): (run id, seq, verdict, reason).
     pub async fn judged_tree(
         &self,
         task: &str,
@@ -91,7 +92,7 @@ impl Store {
             "SELECT c.run_id, c.seq, e.verdict, e.reason FROM candidates c
              JOIN evaluations e ON e.candidate_id = c.id
              WHERE c.task = $1 AND c.context_id = $2 AND c.parent_entry_id = $3 AND c.diff = $4
-               AND e.verdict <> 'accepted'
+               AND e.verdict NOT IN ('accepted', 'held')
              ORDER BY c.id LIMIT 1",
         )
         .bind(task)
