@@ -15,7 +15,6 @@ use crate::measure::{Judge, Verdict};
 use crate::record::store::{NewEntry, Superseded};
 use crate::record::{CommitId, Ledger, RunProposer, Store};
 use crate::task::Resolved;
-use crate::task::knobs::new_knobs;
 use agent::{Params, Proposal, ProposalContext, Proposer, params_key};
 use anyhow::{Context as _, Result};
 use sandbox::CancelFlag;
@@ -294,12 +293,14 @@ impl<'a> Loop<'a> {
             self.store.record(&record, None).await?;
             return Ok(());
         };
-        let mut message = commit_message(r, why, &ev.reason, summary);
-        let knobs = |t| task.added_knobs(t).unwrap_or_default();
-        let added = new_knobs(&knobs(self.exec.incumbent_tree()), &knobs(tree));
-        if !added.is_empty() {
-            message.push_str(&format!("knobs added: {}\n", added.join(", ")));
-        }
+        let message = commit_message(
+            r,
+            why,
+            &ev.reason,
+            summary,
+            self.exec.incumbent_tree(),
+            tree,
+        );
         // The branch head is the incumbent's commit, or a revert commit restoring its tree.
         let parent = self
             .ledger

@@ -6,7 +6,9 @@ use crate::measure::{SampleSide, Summary, pct};
 use crate::record::store::{NewEvaluation, NewSample, SIMULATED, StateRow};
 use crate::record::{ChangeKind, RunProposer};
 use crate::task::Resolved;
+use crate::task::knobs::new_knobs;
 use agent::{Proposal, ProposedChange, params_key};
+use sandbox::FileTree;
 
 /// Where an accepted candidate came from, in its ledger commit.
 pub struct Provenance<'a> {
@@ -16,7 +18,16 @@ pub struct Provenance<'a> {
     pub seq: usize,
 }
 
-pub fn commit_message(r: &Resolved, why: &Provenance<'_>, reason: &str, s: &Summary) -> String {
+/// The ledger commit message of a candidate accepted over `before`, whose tree is `after`: its
+/// gain, the judge's reason, where it came from, and the knobs it adds to the parameter space.
+pub fn commit_message(
+    r: &Resolved,
+    why: &Provenance<'_>,
+    reason: &str,
+    s: &Summary,
+    before: &FileTree,
+    after: &FileTree,
+) -> String {
     let mut m = format!(
         "{}: {} {:.4} -> {:.4} ({})\n\n{reason}\nproposer: {} ({})\nrun {}, candidate {}\ncontext: {}\n",
         r.task.name,
@@ -38,6 +49,11 @@ pub fn commit_message(r: &Resolved, why: &Provenance<'_>, reason: &str, s: &Summ
             "{SIMULATED}\ncache sha256: {}\n",
             r.fingerprint.simulation
         ));
+    }
+    let knobs = |t| r.task.added_knobs(t).unwrap_or_default();
+    let added = new_knobs(&knobs(before), &knobs(after));
+    if !added.is_empty() {
+        m.push_str(&format!("knobs added: {}\n", added.join(", ")));
     }
     m
 }
