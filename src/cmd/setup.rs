@@ -4,40 +4,11 @@
 
 use crate::cli::SetupArgs;
 use anyhow::{Result, bail};
-use polymorph::task::Task;
-use std::path::Path;
-
-/// One thing a task installs: what it is called, where it goes, and how.
-struct Install<'a> {
-    /// "Python environment is", "Node.js packages are".
-    what: &'static str,
-    pins: &'a [String],
-    dir: &'a Path,
-    ready: bool,
-    install: Box<dyn Fn() -> Result<()> + 'a>,
-}
+use polymorph::task::{Install, Task};
 
 pub fn setup(a: &SetupArgs) -> Result<()> {
     let task = Task::load(&a.task_dir)?;
-    let mut installs = Vec::new();
-    if let Some(node) = &task.node {
-        installs.push(Install {
-            what: "Node.js packages are",
-            pins: &node.pins,
-            dir: &node.dir,
-            ready: node.ready(),
-            install: Box::new(|| node.install(&a.npm)),
-        });
-    }
-    if let Some(py) = &task.python {
-        installs.push(Install {
-            what: "Python environment is",
-            pins: &py.pins,
-            dir: &py.dir,
-            ready: py.ready(),
-            install: Box::new(|| py.install(&a.python)),
-        });
-    }
+    let installs = task.installs();
     if installs.is_empty() {
         println!(
             "task {} needs nothing installed: it has no [python] or [node] section",
@@ -46,24 +17,26 @@ pub fn setup(a: &SetupArgs) -> Result<()> {
         return Ok(());
     }
     for i in &installs {
-        let (name, dir) = (&task.name, i.dir.display());
-        if i.ready && !a.force {
-            println!("task {name}: its {} complete at {dir}", i.what);
+        let (name, dir, what) = (&task.name, i.dir().display(), i.what());
+        if i.ready() && !a.force {
+            println!("task {name}: its {what} are complete at {dir}");
             continue;
         }
         if a.check {
             bail!(
-                "task {name}: its {} not complete (at {dir}): run `polymorph setup {}`",
-                i.what,
+                "task {name}: its {what} are not complete (at {dir}): run `polymorph setup {}`",
                 a.task_dir.display()
             );
         }
         eprintln!(
             "task {name}: installing {} into {dir} ...",
-            i.pins.join(", ")
+            i.pins().join(", ")
         );
-        (i.install)()?;
-        println!("task {name}: its {} ready at {dir}", i.what);
+        match i {
+            Install::Python(py) => py.install(&a.python)?,
+            Install::Node(node) => node.install(&a.npm)?,
+        }
+        println!("task {name}: its {what} are ready at {dir}");
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 pub mod context;
 mod files;
+pub mod installs;
 pub mod join;
 mod judging;
 pub mod knobs;
@@ -14,6 +15,7 @@ pub mod resolve;
 pub mod spec;
 
 pub use context::{Fingerprint, Workload};
+pub use installs::Install;
 pub use node::NodeEnv;
 pub use params::ParamsSpec;
 pub use python::PythonEnv;

@@ -26,22 +26,14 @@ impl Resolved {
     pub fn check_requirements(&self) -> Result<()> {
         let path_var = std::env::var("PATH").unwrap_or_default();
         let lacking = missing(&self.task.requires, &path_var, Path::new("/dev"));
-        if let Some(py) = self.task.python.as_ref().filter(|p| !p.ready()) {
+        if let Some(i) = self.task.installs().into_iter().find(|i| !i.ready()) {
             bail!(
-                "task {} needs its Python packages ({}): run `polymorph setup {}` once to install them into {}",
+                "task {} needs its {} ({}): run `polymorph setup {}` once to install them into {}",
                 self.task.name,
-                py.pins.join(", "),
+                i.what(),
+                i.pins().join(", "),
                 self.task.dir.display(),
-                py.dir.display()
-            );
-        }
-        if let Some(node) = self.task.node.as_ref().filter(|n| !n.ready()) {
-            bail!(
-                "task {} needs its Node.js packages ({}): run `polymorph setup {}` once to install them into {}",
-                self.task.name,
-                node.pins.join(", "),
-                self.task.dir.display(),
-                node.dir.display()
+                i.dir().display()
             );
         }
         if !lacking.is_empty() {

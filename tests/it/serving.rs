@@ -44,7 +44,7 @@ fn a_python_task_without_its_packages_says_what_to_install() {
         .args(["setup", "--check", t])
         .assert()
         .code(2)
-        .stderr(contains("is not complete"));
+        .stderr(contains("its Python packages are not complete"));
     assert!(!cache.exists(), "a check installed something");
     std::fs::write(task.join("requirements.txt"), "numpy==2.4.6\ntokenizers\n").unwrap();
     env.cmd()
