@@ -1,9 +1,10 @@
 //! A tree is judged once against an incumbent. A proposal whose tree a candidate already
 //! proposed against the same incumbent in the same context (in this run or an earlier one) and
 //! that was judged and not accepted (a race's contender held after its screen was not judged)
-//! is recorded as failed at verification, naming that candidate, and no process runs. Judged again, a rejected tree would get a fresh draw of noise, and one that
-//! failed its test a fresh seed, until luck let it through; a model that sends the same reply
-//! again is told so instead, and no time is spent on it.
+//! is recorded as failed at verification, naming that candidate, and no process runs. Judged
+//! again, a rejected tree would get a fresh draw of noise, and one that failed its test a fresh
+//! seed, until luck let it through; a model that sends the same reply again is told so
+//! instead, and no time is spent on it.
 
 use crate::engine::evaluate::{Evaluation, Failure, candidate_tree};
 use crate::record::{Stage, Store};
