@@ -125,3 +125,57 @@ fn search_blocks_in_a_fence_tagged_with_the_language_edit_that_file() {
     assert_eq!(c["note"], "no padding", "{c}");
     assert_ne!(c["verdict"], "failed", "it built and passed: {c}");
 }
+
+/// spin's kernel with a branch for no padding, which the incumbent (200 per mille) skips.
+const BRANCHED: &str = "#include \"kernel.h\"\n#include \"params.h\"\n\n#if PAD_PERMILLE == 0\n/* No padding: the loop alone. */\nunsigned long kernel(unsigned long seed, long n) {\n    unsigned long x = seed;\n    for (long i = 0; i < n; i++)\n        x = x * 6364136223846793005ul + 1442695040888963407ul;\n    return x;\n}\n#else\nunsigned long kernel(unsigned long seed, long n) {\n    unsigned long x = seed, y = seed;\n    for (long i = 0; i < n; i++) {\n        x = x * 6364136223846793005ul + 1442695040888963407ul;\n        __asm__ volatile(\"\" : \"+r\"(x));\n    }\n    long pad = n / 1000 * PAD_PERMILLE;\n    for (long i = 0; i < pad; i++) {\n        y = y * 6364136223846793005ul + 1442695040888963407ul;\n        __asm__ volatile(\"\" : \"+r\"(y));\n    }\n    return x;\n}\n#endif\n";
+const MARKER: &str = "/* polymorph hidden block 1: 7 lines not compiled with PAD_PERMILLE = 200; keep this line as it is */\n";
+
+#[test]
+fn a_branch_the_parameters_skip_is_shown_as_one_line_and_comes_back_whole() {
+    let env = Env::new();
+    let task = env.task("spin");
+    std::fs::write(task.join("kernel.c"), BRANCHED).unwrap();
+    let hidden_start = BRANCHED.find("/* No padding").unwrap();
+    let hidden_end = BRANCHED.find("#else").unwrap();
+    let shown = format!(
+        "{}{MARKER}{}",
+        &BRANCHED[..hidden_start],
+        &BRANCHED[hidden_end..]
+    );
+    let edited = shown.replace("long pad = n / 1000 * PAD_PERMILLE;", "long pad = 0;");
+    // First the file without its marker line (the branch's lines would be lost), then with it.
+    let lost = format!("kernel.c\n```c\n{}```\n", edited.replace(MARKER, ""));
+    let kept = format!("kernel.c\n```c\n{edited}```\nSUBMIT: no padding loop\n");
+    let (url, fake) = serve(vec![text(&lost), text(&kept)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    let task_prompt = seen[0].body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        task_prompt.contains(&shown),
+        "the folded file: {task_prompt}"
+    );
+    assert!(!task_prompt.contains("No padding"), "{task_prompt}");
+    assert!(
+        task_prompt.contains("leave each of those lines"),
+        "{task_prompt}"
+    );
+    let repair = seen[1].body["messages"].as_array().unwrap();
+    let last = repair.last().unwrap()["content"].as_str().unwrap();
+    assert!(last.contains("is missing"), "{last}");
+    drop(seen);
+    let c = candidate(&env);
+    assert_eq!(c["note"], "no padding loop", "{c}");
+    assert_ne!(c["verdict"], "failed", "it built and passed: {c}");
+    // What was submitted is the real file: the hidden branch whole, the edit in the other.
+    let diff = env.json(&["query", "SELECT diff FROM candidates"])[0]["diff"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(diff.contains("+    long pad = 0;"), "{diff}");
+    assert!(
+        !diff.contains("No padding") && !diff.contains("polymorph hidden"),
+        "{diff}"
+    );
+}

@@ -213,20 +213,40 @@ pub fn parse_reply_in(
     };
     let mut body = &lines[open + 1..open + 1 + close];
     // The path as the block's first line, inside the fence (a 1.5B model's habit), or else the
-    // one file the fence's language tag stands for.
+    // one file the fence's language tag stands for, or else the listing format without its
+    // first header: the lines before the first `--- path ---` are the editable file listed just
+    // before that one, when no header names it, and are dropped otherwise.
     let inside = body
         .first()
         .and_then(|first| unnamed_into.iter().find(|k| ***k == clean_path(first)));
-    let path = match inside {
-        Some(path) => {
+    let named = |l: &str| known.iter().find(|k| header(l) == Some(k.as_str()));
+    let path = match (inside, tagged(lines[open], unnamed_into)) {
+        (Some(path), _) => {
             body = &body[1..];
             *path
         }
-        None => {
-            let Some(path) = tagged(lines[open], unnamed_into) else {
+        (None, Some(path)) => path,
+        (None, None) => {
+            let Some(first) = body.iter().position(|l| named(l).is_some()) else {
                 return out;
             };
-            path
+            let headed = |k: &String| body.iter().any(|l| named(l) == Some(k));
+            let listed_before = unnamed_into
+                .iter()
+                .position(|k| Some(*k) == named(body[first]))
+                .and_then(|i| i.checked_sub(1))
+                .map(|i| unnamed_into[i])
+                .filter(|k| !headed(k));
+            match listed_before {
+                Some(path) => path,
+                None => {
+                    let Some(path) = named(body[first]) else {
+                        return out;
+                    };
+                    body = &body[first + 1..];
+                    path
+                }
+            }
         }
     };
     block_files(path, body, known, &mut out);
@@ -376,6 +396,22 @@ mod tests {
             ]
         );
         assert_eq!(r.submit.as_deref(), Some("two rows"));
+        // The listing without its first header, in an untagged fence (a 1.5B model's habit):
+        // the lines before `--- params.h ---` are the one editable file no header names.
+        let unheaded = "```\nint k;\n\n--- params.h ---\n#define ROWS 2\n```\n";
+        assert_eq!(
+            parse_reply_in(unheaded, &known, &editable, true).edits,
+            vec![
+                file("kernel.c", "int k;\n"),
+                file("params.h", "#define ROWS 2\n")
+            ]
+        );
+        // Before a header naming the first file listed, the lines are dropped.
+        let twice = "```\nint k;\n--- kernel.c ---\nint j;\n```\n";
+        assert_eq!(
+            parse_reply_in(twice, &known, &editable, true).edits,
+            vec![file("kernel.c", "int j;\n")]
+        );
         let listed = "--- kernel.c ---\n```\nint k;\n```\n";
         assert_eq!(
             parse_reply_in(listed, &known, &editable, true).edits,

@@ -3,6 +3,7 @@
 //! scratch tree the agent edits, whose build-and-test runs through the same sandbox as every
 //! evaluation. What the agent submits is then verified like any other candidate.
 
+mod fold;
 mod prompts;
 mod scratch;
 mod settings;
@@ -13,6 +14,7 @@ use crate::task::{Task, Workload};
 use agent::llm::{self, Limits, ModelClient, Prompts, Protocol};
 use agent::{AgentError, Proposal, ProposalContext, ProposedChange, Proposer};
 use anyhow::Result;
+use fold::Folds;
 use prompts::prompts;
 use sandbox::{CancelFlag, FileTree, RelPath, Runner};
 use scratch::{Scratch, Shared};
@@ -45,6 +47,7 @@ async fn converse(
     shared: Arc<Shared>,
     ctx: Arc<ProposalContext>,
     prompts: Arc<Prompts>,
+    folds: Arc<Folds>,
     (max_tokens, window): (u64, Option<u64>),
     protocol: Protocol,
 ) -> Result<(Proposal, Protocol), AgentError> {
@@ -59,13 +62,20 @@ async fn converse(
         tree,
         original: ctx.incumbent_files.clone(),
         process_time: Duration::ZERO,
+        folds: Arc::clone(&folds),
     };
+    // The files as the model sees them, which is what it writes back whole.
+    let shown: BTreeMap<String, String> = ctx
+        .incumbent_files
+        .iter()
+        .map(|(p, c)| (p.clone(), folds.fold(p, c)))
+        .collect();
     let st = &shared.settings;
     let limits = Limits {
         max_turns: st.max_turns,
         max_tokens,
         temperature: st.temperature,
-        reply_tokens: window.map(|w| reply_cap(&ctx.incumbent_files, w)),
+        reply_tokens: window.map(|w| reply_cap(&shown, w)),
         wall: st.proposal_time,
         window,
     };
@@ -196,13 +206,20 @@ impl Proposer for AgentProposer {
             tracing::info!(?window, "the model's context window");
             self.window = Some(window);
         }
-        let prompts = Arc::new(prompts(&self.shared, &ctx, self.window.flatten()));
+        let folds = Arc::new(match (&self.shared.task.params, &ctx.incumbent_params) {
+            (Some(spec), Some(p)) if spec.format == sandbox::ParamFormat::CDefine => {
+                Folds::new(&ctx.incumbent_files, p)
+            }
+            _ => Folds::default(),
+        });
+        let prompts = Arc::new(prompts(&self.shared, &ctx, &folds, self.window.flatten()));
         let tasks: Vec<_> = (0..n)
             .map(|_| {
                 tokio::spawn(converse(
                     Arc::clone(&self.shared),
                     Arc::clone(&ctx),
                     Arc::clone(&prompts),
+                    Arc::clone(&folds),
                     (max_tokens, self.window.flatten()),
                     self.protocol,
                 ))

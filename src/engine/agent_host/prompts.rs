@@ -2,6 +2,7 @@
 //! rendered with the task, its context, the scores to beat, the history digest and the
 //! incumbent's files, trimmed to the model's context window when it is small.
 
+use super::fold::Folds;
 use super::scratch::Shared;
 use crate::measure::Direction;
 use crate::task::Task;
@@ -17,6 +18,7 @@ const NUDGE: &str = include_str!("../../../prompts/nudge.txt");
 const SWITCH: &str = include_str!("../../../prompts/switch.txt");
 const SYSTEM_FOCUSED: &str = include_str!("../../../prompts/system_focused.txt");
 const REPAIR: &str = include_str!("../../../prompts/repair.txt");
+const FOLDED: &str = include_str!("../../../prompts/folded.txt");
 
 /// Characters per token, roughly, for code and English: enough to size a prompt.
 const CHARS_PER_TOKEN: u64 = 4;
@@ -91,7 +93,12 @@ fn params_line(task: &Task, ctx: &ProposalContext) -> String {
 }
 
 /// The prompts for one batch of conversations; `window` is the model's context in tokens.
-pub(super) fn prompts(shared: &Shared, ctx: &ProposalContext, window: Option<u64>) -> Prompts {
+pub(super) fn prompts(
+    shared: &Shared,
+    ctx: &ProposalContext,
+    folds: &Folds,
+    window: Option<u64>,
+) -> Prompts {
     let t = &shared.task;
     let score = |s: Option<f64>| {
         s.map_or("not measured yet".to_string(), |v| {
@@ -103,7 +110,7 @@ pub(super) fn prompts(shared: &Shared, ctx: &ProposalContext, window: Option<u64
     let files: String = ctx
         .incumbent_files
         .iter()
-        .map(|(p, c)| format!("--- {p} ---\n{c}\n"))
+        .map(|(p, c)| format!("--- {p} ---\n{}\n", folds.fold(p, c)))
         .collect();
     let better = if t.metric.direction == Direction::Maximize {
         "higher"
@@ -144,6 +151,14 @@ pub(super) fn prompts(shared: &Shared, ctx: &ProposalContext, window: Option<u64
             ),
         ),
         ("example_file", example_file),
+        (
+            "folded",
+            if folds.is_empty() {
+                String::new()
+            } else {
+                prompt(t, "folded.txt", FOLDED)
+            },
+        ),
         (
             "params_example",
             ctx.incumbent_params.as_ref().map_or_else(

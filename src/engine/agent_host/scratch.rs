@@ -2,6 +2,7 @@
 //! model reads and writes through the host (editable files only) and whose build-and-test runs
 //! through the same sandbox as every evaluation.
 
+use super::fold::Folds;
 use super::settings::AgentSettings;
 use crate::engine::evaluate::Harness;
 use crate::task::{Task, Workload};
@@ -37,6 +38,8 @@ pub(super) struct Scratch {
     pub tree: FileTree,
     pub original: BTreeMap<String, String>,
     pub process_time: Duration,
+    /// Branches the incumbent's parameters do not compile, shown folded to the model.
+    pub folds: Arc<Folds>,
 }
 
 fn trim_feedback(text: &str) -> String {
@@ -77,7 +80,8 @@ impl ToolHost for Scratch {
             .tree
             .get(&p)
             .ok_or_else(|| format!("no file {path}; list_files shows what exists"))?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| format!("{path} is not text"))
+        let text = String::from_utf8(bytes.to_vec()).map_err(|_| format!("{path} is not text"))?;
+        Ok(self.folds.fold(path, &text))
     }
 
     fn write_file(&mut self, path: &str, content: &str) -> Result<(), String> {
@@ -94,7 +98,8 @@ impl ToolHost for Scratch {
                 "{path}: content must be text under {MAX_WRITE_BYTES} bytes"
             ));
         }
-        self.tree.insert(p, content.as_bytes().to_vec());
+        let content = self.folds.unfold(path, content)?;
+        self.tree.insert(p, content.into_bytes());
         Ok(())
     }
 
@@ -137,7 +142,11 @@ impl ToolHost for Scratch {
             .tree
             .iter()
             .filter(|(p, _)| self.shared.task.is_editable(p))
-            .map(|(p, b)| (p.to_string(), String::from_utf8_lossy(b).into_owned()))
+            .map(|(p, b)| {
+                let path = p.to_string();
+                let text = self.folds.fold(&path, &String::from_utf8_lossy(b));
+                (path, text)
+            })
             .collect();
         let total: usize = files.values().map(String::len).sum();
         (total <= WHOLE_FILES_MAX).then_some(files)
