@@ -5,6 +5,7 @@
 
 mod condition;
 
+use crate::engine::evaluate::directive;
 use agent::Params;
 use std::collections::BTreeMap;
 
@@ -61,15 +62,6 @@ impl Group {
         self.unknown |= cond.is_none() && !self.taken;
         self.taken |= cond == Some(true) && !self.unknown;
     }
-}
-
-/// The `#` directive a line holds (`if`, `elif`, ...) and what follows it.
-fn directive(line: &str) -> Option<(&str, &str)> {
-    let rest = line.trim_start().strip_prefix('#')?.trim_start();
-    let word_end = rest
-        .find(|c: char| !c.is_ascii_alphabetic())
-        .unwrap_or(rest.len());
-    Some((&rest[..word_end], &rest[word_end..]))
 }
 
 /// The folds of one file: every branch of two lines or more that `params` certainly leave out.

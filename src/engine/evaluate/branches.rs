@@ -7,17 +7,23 @@ use super::harness::Harness;
 use crate::record::Stage;
 use sandbox::{FileTree, ParamFormat};
 
+/// The preprocessor directive a line holds (`if`, `elif`, `endif`, ...) and what follows it;
+/// the agent's view of the files (`agent_host::fold`) reads the same lines.
+pub(crate) fn directive(line: &str) -> Option<(&str, &str)> {
+    let rest = line.trim_start().strip_prefix('#')?.trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    Some(rest.split_at(end))
+}
+
 /// What follows `#if`, `#elif`, `#ifdef` or `#ifndef` on a line, when the line is one.
 fn conditional(line: &str) -> Option<&str> {
-    let rest = line.trim_start().strip_prefix('#')?.trim_start();
-    ["ifdef", "ifndef", "elif", "if"]
-        .iter()
-        .find_map(|keyword| {
-            let after = rest.strip_prefix(keyword)?;
-            after
-                .starts_with(|c: char| c.is_whitespace() || c == '(' || c == '!')
-                .then_some(after)
+    directive(line)
+        .filter(|(word, rest)| {
+            matches!(*word, "if" | "elif" | "ifdef" | "ifndef") && !rest.trim().is_empty()
         })
+        .map(|(_, rest)| rest)
 }
 
 /// The knobs among `knobs` that a preprocessor conditional names, before or after the change,

@@ -12,6 +12,7 @@ mod processes;
 mod remote_series;
 mod spawned;
 
+pub(crate) use branches::directive;
 pub use evaluation::{Evaluation, candidate_tree, tree_diff};
 pub use evaluator::{Evaluator, base_job};
 pub use failure::Failure;
