@@ -41,6 +41,8 @@ else
     expect+=(bwrap ssh slurm postgres chromium nvcc serving-python llm-serve)
     if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
         expect+=(gpu)
+        # vLLM is the user's own installation: expected where it is on the PATH.
+        if command -v vllm >/dev/null; then expect+=(vllm); fi
     fi
 fi
 # nvcc from PyPI (the compiler and headers; no GPU needed), so the CUDA task is compiled.

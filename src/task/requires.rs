@@ -1,4 +1,4 @@
-//! What a task needs of the machine (`requires` in task.toml): an NVIDIA GPU, `nvcc`. Checked
+//! What a task needs of the machine (`requires` in task.toml): an NVIDIA GPU, `nvcc`, `vllm`. Checked
 //! before anything runs, so a GPU task on a laptop stops at once with what is missing, and the
 //! GPU's device nodes, which the sandbox's private /dev otherwise hides, are named for binding.
 
@@ -10,6 +10,8 @@ text_enum! {
     pub enum Requirement {
         NvidiaGpu = "nvidia-gpu",
         Nvcc = "nvcc",
+        /// vLLM's command-line tool (`vllm serve`), the user's installation.
+        Vllm = "vllm",
     }
 }
 
@@ -33,6 +35,7 @@ fn lacks(r: Requirement, path_var: &str, dev: &Path) -> Option<String> {
             (!control.exists()).then(|| format!("an NVIDIA GPU (no {})", control.display()))
         }
         Requirement::Nvcc => (!on_path("nvcc")).then(|| "nvcc (not on PATH)".to_string()),
+        Requirement::Vllm => (!on_path("vllm")).then(|| "vllm (not on PATH)".to_string()),
     }
 }
 
@@ -71,11 +74,12 @@ mod tests {
     #[test]
     fn names_what_is_missing_and_finds_gpu_nodes() {
         let dev = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let all = [Requirement::NvidiaGpu, Requirement::Nvcc];
+        let all = [Requirement::NvidiaGpu, Requirement::Nvcc, Requirement::Vllm];
         let lacking = missing(&all, "/nonexistent", dev.path());
-        assert_eq!(lacking.len(), 2, "{lacking:?}");
+        assert_eq!(lacking.len(), 3, "{lacking:?}");
         assert!(lacking[0].starts_with("an NVIDIA GPU (no "), "{lacking:?}");
         assert_eq!(lacking[1], "nvcc (not on PATH)");
+        assert_eq!(lacking[2], "vllm (not on PATH)");
         for node in ["nvidiactl", "nvidia0", "nvidia-uvm", "null"] {
             std::fs::write(dev.path().join(node), "").unwrap_or_else(|e| panic!("{e}"));
         }

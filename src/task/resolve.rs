@@ -22,10 +22,18 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    /// Fails, naming each one, when this machine lacks what the task requires.
+    /// Fails, naming each one, when this machine lacks what the task requires (first: no setup
+    /// helps there), or when the task's packages are not installed yet.
     pub fn check_requirements(&self) -> Result<()> {
         let path_var = std::env::var("PATH").unwrap_or_default();
         let lacking = missing(&self.task.requires, &path_var, Path::new("/dev"));
+        if !lacking.is_empty() {
+            bail!(
+                "task {} needs what this machine lacks: {}; run it on a machine that has them",
+                self.task.name,
+                lacking.join(", ")
+            );
+        }
         if let Some(i) = self.task.installs().into_iter().find(|i| !i.ready()) {
             bail!(
                 "task {} needs its {} ({}): run `polymorph setup {}` once to install them into {}",
@@ -34,13 +42,6 @@ impl Resolved {
                 i.pins().join(", "),
                 self.task.dir.display(),
                 i.dir().display()
-            );
-        }
-        if !lacking.is_empty() {
-            bail!(
-                "task {} needs what this machine lacks: {}; run it on a machine that has them",
-                self.task.name,
-                lacking.join(", ")
             );
         }
         Ok(())

@@ -13,23 +13,31 @@ fn has_gpu_and_nvcc() -> bool {
             .any(|d| std::path::Path::new(d).join("nvcc").is_file())
 }
 
-#[test]
-fn a_gpu_task_is_refused_up_front_where_the_machine_lacks_what_it_needs() {
-    let env = Env::new();
-    let task = env.task("add-rmsnorm-cuda");
+/// `check` and `run` of the task `name` (copied into `env`), with a PATH of the system's
+/// directories only, stop with exit 2 naming `lacking` among what the machine lacks.
+pub fn refused_without(env: &Env, name: &str, lacking: &str) {
+    let task = env.task(name);
     let t = task.to_str().unwrap();
-    // An empty PATH for the check: no nvcc whatever the machine has.
     for args in [vec!["check", t], vec!["run", t, "--budget", "1"]] {
         env.cmd()
             .env("PATH", "/usr/bin:/bin")
             .args(&args)
             .assert()
             .code(2)
-            .stderr(contains(
-                "task add-rmsnorm-cuda needs what this machine lacks",
-            ))
-            .stderr(contains("nvcc (not on PATH)"));
+            .stderr(contains(format!(
+                "task {name} needs what this machine lacks"
+            )))
+            .stderr(contains(lacking));
     }
+}
+
+#[test]
+fn a_gpu_task_is_refused_up_front_where_the_machine_lacks_what_it_needs() {
+    let env = Env::new();
+    // An empty PATH for the check: no nvcc whatever the machine has.
+    refused_without(&env, "add-rmsnorm-cuda", "nvcc (not on PATH)");
+    let task = env.path().join("add-rmsnorm-cuda");
+    let t = task.to_str().unwrap();
     if !std::path::Path::new("/dev/nvidiactl").exists() {
         env.cmd()
             .args(["check", t])
@@ -53,7 +61,7 @@ fn an_unknown_requirement_is_a_clear_error() {
         .assert()
         .code(2)
         .stderr(contains(
-            "requires: \"tpu\": expected one of nvidia-gpu, nvcc",
+            "requires: \"tpu\": expected one of nvidia-gpu, nvcc, vllm",
         ));
 }
 

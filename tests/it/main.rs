@@ -32,3 +32,4 @@ mod simulate;
 mod slow_models;
 mod trust;
 mod trust_records;
+mod vllm_serve;

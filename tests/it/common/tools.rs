@@ -1,5 +1,5 @@
 //! The tools some tests need beyond Rust (bwrap, an sshd, a Slurm cluster, PostgreSQL, Chromium,
-//! nvcc, a GPU, the serving tasks' packages and weights), and what a test does without one. The
+//! nvcc, a GPU, vLLM, the serving tasks' packages and weights), and what a test does without one. The
 //! README's test command (`./test.sh`) installs them and names the ones it expects in
 //! `POLYMORPH_EXPECT_TOOLS`: a test whose expected tool is missing fails; one whose tool is not
 //! expected is skipped, said on stderr and appended to the file `POLYMORPH_SKIPPED` names, which
@@ -23,6 +23,8 @@ pub enum Tool {
     Chromium,
     Nvcc,
     Gpu,
+    /// An NVIDIA GPU with vLLM on the PATH.
+    Vllm,
     ServingPython,
     LlmServe,
 }
@@ -38,6 +40,7 @@ impl Tool {
             Tool::Chromium => "chromium",
             Tool::Nvcc => "nvcc",
             Tool::Gpu => "gpu",
+            Tool::Vllm => "vllm",
             Tool::ServingPython => "serving-python",
             Tool::LlmServe => "llm-serve",
         }

@@ -1,0 +1,175 @@
+"""The client side (harness-owned): starts vLLM's OpenAI-compatible server (`vllm serve`, from the
+PATH) with a configuration's flags, waits until it is healthy, sends it streamed chat requests
+that return each token's id and log-probability, and stops it with every process it started."""
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+# The longest prompt and answer a trace may hold, in tokens; fixed, so that every configuration
+# serves the same requests.
+MAX_MODEL_LEN = 4096
+# How long a server may take to load the weights, profile memory and capture CUDA graphs.
+STARTUP_S = 600
+# The configuration answers are checked against: one sequence at a time, no chunking, no prefix
+# cache, no CUDA graphs, the model's own KV-cache type, no speculation.
+REFERENCE = {
+    "max_num_seqs": 1,
+    "max_num_batched_tokens": MAX_MODEL_LEN,
+    "chunked_prefill": False,
+    "kv_cache_dtype": "auto",
+    "ngram_tokens": 0,
+    "prefix_caching": False,
+    "cuda_graphs": False,
+}
+KEYS = tuple(REFERENCE)
+
+
+def flags(config):
+    """`vllm serve` flags for config.json's fields; 0 means vLLM's own default."""
+    unknown = sorted(set(config) - set(KEYS))
+    absent = [k for k in KEYS if k not in config]
+    if unknown or absent:
+        raise SystemExit(f"config.json: unknown {unknown}, missing {absent}; its fields are {', '.join(KEYS)}")
+    out = []
+    if config["max_num_seqs"]:
+        out += ["--max-num-seqs", str(config["max_num_seqs"])]
+    if config["max_num_batched_tokens"]:
+        out += ["--max-num-batched-tokens", str(config["max_num_batched_tokens"])]
+    out.append("--enable-chunked-prefill" if config["chunked_prefill"] else "--no-enable-chunked-prefill")
+    out += ["--kv-cache-dtype", config["kv_cache_dtype"]]
+    if config["ngram_tokens"]:
+        spec = {"method": "ngram", "num_speculative_tokens": config["ngram_tokens"],
+                "prompt_lookup_min": 2, "prompt_lookup_max": 4}
+        out += ["--speculative-config", json.dumps(spec)]
+    out.append("--enable-prefix-caching" if config["prefix_caching"] else "--no-enable-prefix-caching")
+    if not config["cuda_graphs"]:
+        out.append("--enforce-eager")
+    return out
+
+
+def read_config(path="config.json"):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A running `vllm serve`; `stop()` ends its whole process group."""
+
+    def __init__(self, config, model):
+        """`model` is models.model()'s: its file, and a tokenizer directory where it names one."""
+        self.port = _free_port()
+        tokenizer = ["--tokenizer", model["tokenizer"]] if model.get("tokenizer") else []
+        argv = ["vllm", "serve", model["path"], *tokenizer, "--host", "127.0.0.1", "--port", str(self.port),
+                "--served-model-name", "local", "--max-model-len", str(MAX_MODEL_LEN), "--seed", "0",
+                "--generation-config", "vllm", *flags(config)]
+        # Nothing is downloaded at run time: the model's configuration comes from the GGUF file,
+        # and so does the tokenizer unless models.json names a local one.
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+               "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+        try:
+            self.proc = subprocess.Popen(argv, stdout=sys.stderr, stderr=sys.stderr, env=env,
+                                         start_new_session=True)
+        except FileNotFoundError:
+            raise SystemExit("vllm is not on the PATH") from None
+        until = time.monotonic() + STARTUP_S
+        while not self._healthy():
+            code = self.proc.poll()
+            if code is not None:
+                raise SystemExit(f"vllm serve exited ({code}) before it was healthy: {' '.join(argv)}")
+            if time.monotonic() > until:
+                self.stop()
+                raise SystemExit(f"vllm serve was not healthy after {STARTUP_S} s")
+            time.sleep(0.5)
+
+    def _healthy(self):
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+            conn.request("GET", "/health")
+            ok = conn.getresponse().status == 200
+            conn.close()
+            return ok
+        except OSError:
+            return False
+
+    def stop(self):
+        for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.proc.wait(wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+def _token(entry):
+    """A token's identity: its id where the server gives ids ("token_id:123"), else its text."""
+    t = entry["token"]
+    return int(t[9:]) if t.startswith("token_id:") else t
+
+
+def ask(port, messages, max_tokens, ignore_eos=False, top=0, deadline=None):
+    """One streamed request: {ok, tokens, logprobs, top (one {token: logprob} per token when
+    `top` > 0), times (time.monotonic() per token), finish, error}. Past `deadline` (a
+    time.monotonic() value) the connection is closed and the answer is what came by then."""
+    got = {"ok": False, "tokens": [], "logprobs": [], "top": [], "times": [], "finish": None, "error": None}
+    body = {"model": "local", "messages": messages, "max_tokens": max_tokens, "temperature": 0,
+            "seed": 0, "stream": True, "ignore_eos": ignore_eos, "logprobs": True,
+            "top_logprobs": top, "return_tokens_as_token_ids": True}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=STARTUP_S)
+    try:
+        conn.request("POST", "/v1/chat/completions", json.dumps(body), {"content-type": "application/json"})
+        # The response reads from this socket; the connection lets go of it once it has the
+        # response's headers.
+        sock = conn.sock
+        if deadline is not None:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+        res = conn.getresponse()
+        if res.status != 200:
+            got["error"] = f"HTTP {res.status}: {res.read()[:200].decode(errors='replace')}"
+            return got
+        while True:
+            if deadline is not None:
+                sock.settimeout(max(0.001, deadline - time.monotonic()))
+            line = res.readline()
+            if not line:
+                got["error"] = "the stream ended without [DONE]"
+                return got
+            line = line.strip()
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                got["ok"] = got["finish"] is not None
+                return got
+            event = json.loads(data)
+            if "error" in event or event.get("object") == "error":
+                got["error"] = str(event.get("error", event.get("message")))
+                return got
+            now = time.monotonic()
+            for choice in event.get("choices") or []:
+                for entry in (choice.get("logprobs") or {}).get("content") or []:
+                    got["tokens"].append(_token(entry))
+                    got["logprobs"].append(entry["logprob"])
+                    got["top"].append({_token(e): e["logprob"] for e in entry.get("top_logprobs") or []})
+                    got["times"].append(now)
+                got["finish"] = choice.get("finish_reason") or got["finish"]
+    except (OSError, ValueError, KeyError, http.client.HTTPException) as e:
+        got["error"] = f"{type(e).__name__}: {e}"
+        return got
+    finally:
+        conn.close()
