@@ -11,8 +11,9 @@
 //!
 //! cargo bench --bench search [-- SEEDS [CACHES [STRATEGIES]]]
 //!   SEEDS: default 20; CACHES: all (default), train, test or one cache's path;
-//!   STRATEGIES: default tpe,model,random and every peer (draws,optuna-tpe,kt-bayes_opt,
-//!   kt-genetic_algorithm,kt-pso); polymorph's hill also runs when named.
+//!   STRATEGIES: default tpe,model,random and the peers draws,optuna-tpe,kt-bayes_opt,
+//!   kt-genetic_algorithm,kt-pso; polymorph's hill and Optuna's GP (optuna-gp, scored up to
+//!   300 processes: its cost grows with the trials) run when named.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "search/peers.rs"]
@@ -187,17 +188,18 @@ fn share_good(q: &[f64]) -> f64 {
 fn print_row(name: &str, by_budget: &BTreeMap<usize, Vec<f64>>, extra: &str) {
     let cells: Vec<String> = BUDGETS
         .iter()
-        .map(|b| {
-            let q = &by_budget[b];
-            let worst = q.iter().copied().fold(f64::INFINITY, f64::min);
-            format!("{:>6.3} ({:.3})", median(q), worst)
+        .map(|b| match by_budget.get(b) {
+            Some(q) => {
+                let worst = q.iter().copied().fold(f64::INFINITY, f64::min);
+                format!("{:>6.3} ({:.3})", median(q), worst)
+            }
+            None => format!("{:>14}", "-"),
         })
         .collect();
-    println!(
-        "{name:<22} {}   {:>4.0}%  {extra}",
-        cells.join("  "),
-        100.0 * share_good(&by_budget[&GOOD_BY])
-    );
+    let good = by_budget
+        .get(&GOOD_BY)
+        .map_or("-".into(), |q| format!("{:.0}", 100.0 * share_good(q)));
+    println!("{name:<22} {}   {good:>4}%  {extra}", cells.join("  "));
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -236,9 +238,25 @@ async fn main() {
     let (peer_names, ours): (Vec<&str>, Vec<&str>) = names
         .iter()
         .map(String::as_str)
-        .partition(|n| peers::ALL.contains(n));
+        .partition(|n| peers::known(n));
     let strategies: Vec<Strategy> = ours.iter().map(|s| s.parse().unwrap()).collect();
-    let python = (!peer_names.is_empty()).then(|| peers::python(root));
+    // The GP peer runs in its own environment, to fewer processes.
+    let (gp, others): (Vec<&str>, Vec<&str>) = peer_names.iter().partition(|n| **n == peers::GP);
+    let groups: Vec<(PathBuf, Vec<&str>, Vec<usize>)> = [
+        (others, BUDGETS.to_vec()),
+        (
+            gp,
+            BUDGETS
+                .iter()
+                .copied()
+                .filter(|b| *b <= peers::GP_MAX_BUDGET)
+                .collect(),
+        ),
+    ]
+    .into_iter()
+    .filter(|(names, _)| !names.is_empty())
+    .map(|(names, budgets)| (peers::python(root, names[0]), names, budgets))
+    .collect();
     println!(
         "{seeds} seeds; quality: median (worst) of what each would ship after 100, 300 and 1,000 bench processes, over the exhaustive best; \
          >={GOOD}: seeds at {GOOD} or better by {GOOD_BY}"
@@ -285,9 +303,9 @@ async fn main() {
                 ),
             );
         }
-        if let Some(python) = &python {
-            let drawn = peers::run(python, root, cache, &l.task, seeds, &BUDGETS, &peer_names);
-            for peer in &peer_names {
+        for (python, names, budgets) in &groups {
+            let drawn = peers::run(python, root, cache, &l.task, seeds, budgets, names);
+            for peer in names {
                 if let Some(row) = drawn.get(*peer) {
                     print_row(peer, row, "");
                     table.insert((*peer).to_string(), row.clone());
@@ -316,13 +334,20 @@ fn summary(tables: &[(String, Table)]) {
         let per_budget: Vec<String> = BUDGETS
             .iter()
             .map(|b| {
-                let meds: Vec<f64> = tables.iter().map(|(_, t)| median(&t[name][b])).collect();
-                format!("{:.3}", median(&meds))
+                let meds: Vec<f64> = tables
+                    .iter()
+                    .filter_map(|(_, t)| t[name].get(b).map(|q| median(q)))
+                    .collect();
+                if meds.is_empty() {
+                    "-".into()
+                } else {
+                    format!("{:.3}", median(&meds))
+                }
             })
             .collect();
         let good = tables
             .iter()
-            .filter(|(_, t)| share_good(&t[name][&GOOD_BY]) >= 0.9)
+            .filter(|(_, t)| t[name].get(&GOOD_BY).is_some_and(|q| share_good(q) >= 0.9))
             .count();
         println!(
             "{name:<22} {}   {good}/{}",
@@ -337,7 +362,7 @@ fn summary(tables: &[(String, Table)]) {
             let best_peer = t
                 .iter()
                 .filter(|(n, _)| !n.starts_with("polymorph"))
-                .map(|(n, q)| (n, median(&q[&b])))
+                .filter_map(|(n, q)| q.get(&b).map(|q| (n, median(q))))
                 .max_by(|a, c| a.1.total_cmp(&c.1));
             if let Some((peer, q)) = best_peer
                 && median(&mine[&b]) < q

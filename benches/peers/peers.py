@@ -12,7 +12,10 @@ build or pass its test when recorded costs no process and is reported to the pee
 Prints one JSON line per peer, seed and budget: {"peer", "seed", "budget", "quality"}.
 
     python peers.py --cache CACHE --task TASK_DIR [--seeds 20] [--budgets 100,300,1000]
-                    [--peers random,optuna-tpe,kt-bayes_opt,kt-genetic_algorithm,kt-pso]
+                    [--peers random,optuna-tpe,optuna-gp,kt-bayes_opt,kt-genetic_algorithm,kt-pso]
+
+optuna-gp (Optuna's Gaussian process with expected improvement) needs PyTorch, which the bench
+installs into an environment of its own only when that peer is named.
 """
 
 import argparse
@@ -26,7 +29,7 @@ import tempfile
 import tomllib
 import warnings
 
-PEERS = ["random", "optuna-tpe", "kt-bayes_opt", "kt-genetic_algorithm", "kt-pso"]
+PEERS = ["random", "optuna-tpe", "optuna-gp", "kt-bayes_opt", "kt-genetic_algorithm", "kt-pso"]
 
 # A peer that proposes only configurations outside the space (constraint-violating ones, free)
 # is stopped after this many proposals in a row.
@@ -133,14 +136,16 @@ def run_random(land, ledger, rng):
                 return
 
 
-def run_optuna(land, ledger, seed):
-    """Optuna's TPE with the space's constraints as its constraints_func: a configuration outside
-    the space (or one that failed) is free, told as violating them, so TPE learns to avoid it."""
+def run_optuna(land, ledger, seed, kind):
+    """Optuna's TPE or GP sampler (each with its defaults) with the space's constraints as its
+    constraints_func: a configuration outside the space (or one that failed) is free, told as
+    violating them, so the sampler learns to avoid it."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.simplefilter("ignore")  # constraints_func is marked experimental
-    sampler = optuna.samplers.TPESampler(seed=seed, constraints_func=lambda t: (t.user_attrs["violation"],))
+    sampler_class = {"tpe": optuna.samplers.TPESampler, "gp": optuna.samplers.GPSampler}[kind]
+    sampler = sampler_class(seed=seed, constraints_func=lambda t: (t.user_attrs["violation"],))
     study = optuna.create_study(direction="maximize", sampler=sampler)
     free = 0
     while not ledger.done() and free < MAX_FREE_PROPOSALS:
@@ -235,8 +240,8 @@ def main():
             ledger = Ledger(land, budgets, rng)
             if peer == "random":
                 run_random(land, ledger, rng)
-            elif peer == "optuna-tpe":
-                run_optuna(land, ledger, seed)
+            elif peer.startswith("optuna-"):
+                run_optuna(land, ledger, seed, peer.removeprefix("optuna-"))
             else:
                 run_kernel_tuner(land, ledger, peer.removeprefix("kt-"), seed, rng)
             for budget, quality in ledger.qualities().items():

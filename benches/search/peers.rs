@@ -1,11 +1,12 @@
 //! The peers (random draws, Optuna, Kernel Tuner) run by `benches/peers/peers.py` in a virtual
-//! environment the bench installs itself from the pinned `benches/peers/requirements.txt`.
+//! environment the bench installs itself from the pinned `benches/peers/requirements.txt`
+//! (and, for Optuna's GP, `requirements-gp.txt` into an environment of its own).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Every peer the script knows, in the order the tables print them.
+/// The peers run by default, in the order the tables print them.
 pub const ALL: [&str; 5] = [
     "draws",
     "optuna-tpe",
@@ -14,39 +15,65 @@ pub const ALL: [&str; 5] = [
     "kt-pso",
 ];
 
+/// Optuna's Gaussian process with expected improvement: run only when named, since it needs
+/// PyTorch (5.4 GB with CUDA's libraries on Linux) and its cost per trial grows with the trials.
+pub const GP: &str = "optuna-gp";
+
+/// The most bench processes the GP peer is scored at: it refits its kernel on every trial, and
+/// a seed on softmax-c took 15 s to 300 processes and 3 minutes to 1,000 on a 2-core VM.
+pub const GP_MAX_BUDGET: usize = 300;
+
+/// Whether the script knows `name`.
+pub fn known(name: &str) -> bool {
+    ALL.contains(&name) || name == GP
+}
+
 /// The script's name for a peer ("draws" is its "random": one pair per configuration).
 fn script_name(peer: &str) -> &str {
     if peer == "draws" { "random" } else { peer }
 }
 
-/// The environment's python, installed (or reinstalled after the requirements change) into
-/// `target/peers-venv`.
-pub fn python(root: &Path) -> PathBuf {
-    let venv = root.join("target/peers-venv");
-    let requirements = root.join("benches/peers/requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).expect("benches/peers/requirements.txt");
+/// The python of the peers' environment for `peer` (the GP's, or the others'), installed (or
+/// reinstalled after its requirements change) under `target/`.
+pub fn python(root: &Path, peer: &str) -> PathBuf {
+    let (venv, files) = if peer == GP {
+        (
+            "target/peers-gp-venv",
+            &["requirements.txt", "requirements-gp.txt"][..],
+        )
+    } else {
+        ("target/peers-venv", &["requirements.txt"][..])
+    };
+    let venv = root.join(venv);
+    let files: Vec<PathBuf> = files
+        .iter()
+        .map(|f| root.join("benches/peers").join(f))
+        .collect();
+    let wanted: String = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display())))
+        .collect();
     let stamp = venv.join("installed-requirements.txt");
     let python = venv.join("bin/python");
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
         return python;
     }
-    eprintln!(
-        "installing the peers (Optuna, Kernel Tuner) into {}",
-        venv.display()
-    );
+    eprintln!("installing the peers' packages into {}", venv.display());
     let _ = std::fs::remove_dir_all(&venv);
     let ok = |c: &mut Command| c.status().is_ok_and(|s| s.success());
     assert!(
         ok(Command::new("python3").arg("-m").arg("venv").arg(&venv)),
         "python3 -m venv failed: the peers need Python 3.11 or later with venv"
     );
-    assert!(
-        ok(Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "--no-deps", "-r"])
-            .arg(&requirements)),
-        "installing {} failed",
-        requirements.display()
-    );
+    for f in &files {
+        assert!(
+            ok(Command::new(&python)
+                .args(["-m", "pip", "install", "--quiet", "--no-deps", "-r"])
+                .arg(f)),
+            "installing {} failed",
+            f.display()
+        );
+    }
     std::fs::write(&stamp, wanted).expect("write the stamp");
     python
 }

@@ -179,3 +179,32 @@ fn a_branch_the_parameters_skip_is_shown_as_one_line_and_comes_back_whole() {
         "{diff}"
     );
 }
+
+#[test]
+fn files_sent_back_unchanged_are_asked_once_more_for_a_real_change() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // A 1.5B model's habit: the editable file as it is, then (asked plainly) new values.
+    let same = "params.h\n```c\n#define PAD_PERMILLE 200\n```\nSUBMIT: tidier\n";
+    let values = "PARAMS: {\"PAD_PERMILLE\": 0}\nSUBMIT: no padding\n";
+    let (url, fake) = serve(vec![text(same), text(values)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    let asked = seen[1].body["messages"].as_array().unwrap();
+    let last = asked.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        last.contains("leaves the editable files exactly as they are"),
+        "{last}"
+    );
+    assert!(
+        !last.contains("did not pass"),
+        "not an error to repair: {last}"
+    );
+    assert!(last.contains("PARAMS: {\"PAD_PERMILLE\":200}"), "{last}");
+    drop(seen);
+    let c = candidate(&env);
+    assert_eq!(c["note"], "no padding", "{c}");
+    assert_eq!(c["model_requests"], 2, "{c}");
+}

@@ -53,6 +53,8 @@ pub struct Prompts {
     pub system_focused: String,
     /// Template for its repair turn, with `{{why}}` (the error) and `{{files}}` (as they are).
     pub repair: String,
+    /// Its repair turn when the reply changed nothing: asks for one real change.
+    pub unchanged: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

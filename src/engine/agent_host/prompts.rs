@@ -19,6 +19,7 @@ const SWITCH: &str = include_str!("../../../prompts/switch.txt");
 const SYSTEM_FOCUSED: &str = include_str!("../../../prompts/system_focused.txt");
 const REPAIR: &str = include_str!("../../../prompts/repair.txt");
 const FOLDED: &str = include_str!("../../../prompts/folded.txt");
+const UNCHANGED: &str = include_str!("../../../prompts/unchanged.txt");
 
 /// Characters per token, roughly, for code and English: enough to size a prompt.
 const CHARS_PER_TOKEN: u64 = 4;
@@ -180,6 +181,7 @@ pub(super) fn prompts(
         switch: prompt(t, "switch.txt", SWITCH),
         system_focused: render(&prompt(t, "system_focused.txt", SYSTEM_FOCUSED), &vars),
         repair: prompt(t, "repair.txt", REPAIR),
+        unchanged: render(&prompt(t, "unchanged.txt", UNCHANGED), &vars),
     }
 }
 

@@ -174,7 +174,13 @@ impl Conversation<'_> {
         }
         let files = self.host.changed_files();
         if notes.is_empty() && files.is_empty() {
-            notes.push("your change leaves the files as they were".into());
+            // The files sent back as they are (or edits that change nothing): not an error to
+            // repair but no change at all, which is asked for once more in plain words.
+            let why = "your answer leaves the files as they were".to_string();
+            self.last_error = Some(why);
+            let m = self.prompts.unchanged.clone();
+            self.messages.push(json!({ "role": "user", "content": m }));
+            return TurnResult::Looked(Turn::Progress);
         }
         if notes.is_empty() {
             let report = self.host.build_and_test().await;
