@@ -26,8 +26,7 @@ reqs = traffic.requests(w)
 if not reqs:
     raise SystemExit(f"{w['name']}: the trace draws no request in its {w['window_s']} s window")
 m = models.model()
-server = client.Server(client.read_config(), m)
-try:
+with client.Server(client.read_config(), m) as server:
     client.ask(server.port, [{"role": "user", "content": "Hello"}], 4)
     start = time.monotonic() + 0.05
     longest = max(q["max_tokens"] for q in reqs)
@@ -43,8 +42,6 @@ try:
         t.start()
     for t in threads:
         t.join()
-finally:
-    server.stop()
 
 
 def score(a, q):
@@ -73,8 +70,7 @@ answered = [i for i, s in enumerate(scored) if s["complete"]]
 if answered:
     r = traffic.Rng(int(os.environ.get("POLYMORPH_SEED", "1")))
     picked = [answered[r.int(0, len(answered) - 1)] for _ in range(VERIFIED)]
-    ref = client.Server(client.REFERENCE, m)
-    try:
+    with client.Server(client.REFERENCE, m) as ref:
         for i in picked:
             # The first tokens of the answer, compared with the reference's answer of that length.
             n = min(m["check"]["bench_tokens"], len(done[i]["tokens"]))
@@ -85,8 +81,6 @@ if answered:
             ok, _, why = verify.judge(cut, want)
             if not ok:
                 raise SystemExit(f"request {i}: its answer is not the reference's: {why}")
-    finally:
-        ref.stop()
 
 
 def line(metric, value):

@@ -41,22 +41,15 @@ def run(server, job, top=0):
                       ignore_eos=job["ignore_eos"], top=top)
 
 
-server = client.Server(client.read_config(), m)
-try:
-    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        answers = list(pool.map(lambda j: run(server, j), jobs))
-finally:
-    server.stop()
+with client.Server(client.read_config(), m) as server, ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+    answers = list(pool.map(lambda j: run(server, j), jobs))
 for job, a in zip(jobs, answers):
     if not a["ok"]:
         raise SystemExit(f"FAIL: a prompt of {len(job['prompt'])} characters got no answer: {a['error']}")
 
 checked = [(j, a) for j, a in zip(jobs, answers) if j["checked"]]
-ref = client.Server(client.REFERENCE, m)
-try:
+with client.Server(client.REFERENCE, m) as ref:
     expected = [run(ref, j, top=verify.TOP) for j, _ in checked]
-finally:
-    ref.stop()
 ties = 0
 for (job, a), want in zip(checked, expected):
     if not want["ok"]:

@@ -65,7 +65,7 @@ def _free_port():
 
 
 class Server:
-    """A running `vllm serve`; `stop()` ends its whole process group."""
+    """A running `vllm serve`, used as a context: leaving it ends its whole process group."""
 
     def __init__(self, config, model):
         """`model` is models.model()'s: its file, and a tokenizer directory where it names one."""
@@ -87,21 +87,28 @@ class Server:
         while not self._healthy():
             code = self.proc.poll()
             if code is not None:
+                self.stop()   # what it started may outlive it
                 raise SystemExit(f"vllm serve exited ({code}) before it was healthy: {' '.join(argv)}")
             if time.monotonic() > until:
                 self.stop()
                 raise SystemExit(f"vllm serve was not healthy after {STARTUP_S} s")
             time.sleep(0.5)
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.stop()
+
     def _healthy(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
             conn.request("GET", "/health")
-            ok = conn.getresponse().status == 200
-            conn.close()
-            return ok
+            return conn.getresponse().status == 200
         except OSError:
             return False
+        finally:
+            conn.close()
 
     def stop(self):
         for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
