@@ -24,6 +24,10 @@ pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<V
     let task = filter.task.as_deref();
     let runs = store.runs(task).await?;
     let simulations = store.simulations().await?;
+    // One query for every run's model minutes, and one per context for its best entry, however
+    // many runs there are.
+    let minutes_by_run = store.model_minutes_by_run().await?;
+    let mut bests = std::collections::HashMap::new();
     let mut rows = Vec::new();
     for run in &runs {
         if filter
@@ -38,12 +42,15 @@ pub async fn history_rows(store: &Store, filter: &HistoryFilter) -> Result<Vec<V
         if filter.verdict.is_some_and(|v| counts.get(v) == 0) {
             continue;
         }
-        let best = store
-            .incumbent(&branch_name(&run.task, &run.context_id))
-            .await?;
+        let branch = branch_name(&run.task, &run.context_id);
+        if !bests.contains_key(&branch) {
+            let best = store.incumbent(&branch).await?;
+            bests.insert(branch.clone(), best);
+        }
+        let best = bests[&branch].as_ref();
         let usage = run.usage;
         let per_candidate = |n: i64| (n > 0).then(|| usage.prompt_tokens / n);
-        let minutes = store.model_minutes(run.id).await?;
+        let minutes = minutes_by_run.get(&run.id).copied().unwrap_or(0.0);
         let per = |x: f64, n: i64| (n > 0).then(|| x / n as f64);
         let mut row = json!({
             "run": run.id, "task": run.task, "context_id": run.context_id, "proposer": run.proposer,

@@ -1,6 +1,6 @@
 //! The agent against what real models do, served by the scripted loopback server: placeholder
 //! tool arguments, empty replies, tool calls written as JSON in the text, SEARCH/REPLACE blocks
-//! without SUBMIT, repeated blocks, a conversation that ends without submitting after a passing
+//! without SUBMIT or without a path, repeated blocks and replies, a conversation that ends without submitting after a passing
 //! build, and SIGTERM while a request is in flight. Each ends in a few requests, not the turn cap.
 
 use crate::common::Env;
@@ -262,4 +262,25 @@ fn a_whole_file_reply_without_its_path_line_is_the_file_its_fence_names() {
         c["note"].as_str().unwrap().contains("built and passed"),
         "{c}"
     );
+}
+
+#[test]
+fn a_search_block_without_a_path_edits_the_one_editable_file_holding_its_text() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // A 0.5B model's block: an untagged fence and no path line.
+    let pathless = "```\n<<<<<<< SEARCH\n#define PAD_PERMILLE 200\n=======\n#define PAD_PERMILLE 0\n>>>>>>> REPLACE\n```\nSUBMIT: no padding\n";
+    // SEARCH text that no editable file holds keeps its error, naming the path it was given.
+    let nowhere = "```\n<<<<<<< SEARCH\nint unheard_of;\n=======\nint x;\n>>>>>>> REPLACE\n```\n";
+    let (url, fake) = serve(vec![text(nowhere), text(pathless)]);
+    let report = agent(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    let repair = seen[1].body["messages"].as_array().unwrap();
+    let last = repair.last().unwrap()["content"].as_str().unwrap();
+    assert!(last.contains("empty path"), "{last}");
+    drop(seen);
+    let c = candidate(&env);
+    assert_eq!(c["note"], "no padding", "{c}");
+    assert_ne!(c["verdict"], "failed", "{c}");
 }

@@ -87,13 +87,30 @@ pub fn tool_specs(with_params: bool) -> Value {
     Value::Array(tools)
 }
 
+/// `path` when it names a file, else the one editable file that holds `old` (a small model
+/// writes a SEARCH/REPLACE block with no path line, or with a line of prose for its path).
+fn holding(host: &dyn ToolHost, path: &str, old: &str) -> String {
+    let files = host.list_files();
+    if old.trim().is_empty() || files.iter().any(|f| f == path) {
+        return path.to_string();
+    }
+    let mut holders = files
+        .iter()
+        .filter(|f| host.is_editable(f))
+        .filter(|f| host.read_file(f).is_ok_and(|t| t.contains(old)));
+    match (holders.next(), holders.next()) {
+        (Some(one), None) => one.clone(),
+        _ => path.to_string(),
+    }
+}
+
 pub fn replace_once(
     host: &mut dyn ToolHost,
     path: &str,
     old: &str,
     new: &str,
 ) -> Result<String, String> {
-    let path = resolve_path(host, path);
+    let path = holding(host, &resolve_path(host, path), old);
     if old == new {
         return Err(format!(
             "the text to find and its replacement are identical: that changes nothing in {path}"

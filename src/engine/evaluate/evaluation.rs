@@ -44,12 +44,19 @@ pub fn tree_diff(before: &FileTree, after: &FileTree) -> String {
         if a == b {
             continue;
         }
+        // A file that is not on one side is /dev/null there, as git writes it: a deleted file
+        // and an emptied one are different trees and must not share a diff.
+        let side = |f: Option<&[u8]>, prefix: &str| match f {
+            Some(_) => format!("{prefix}/{p}"),
+            None => "/dev/null".to_string(),
+        };
+        let (from, to) = (side(a, "a"), side(b, "b"));
         let a = String::from_utf8_lossy(a.unwrap_or_default());
         let b = String::from_utf8_lossy(b.unwrap_or_default());
         let patch = diffy::create_patch(&a, &b).to_string();
         // diffy writes "--- original\n+++ modified\n"; name the file the way git does.
         let body = patch.splitn(3, '\n').nth(2).unwrap_or("");
-        out.push_str(&format!("--- a/{p}\n+++ b/{p}\n{body}"));
+        out.push_str(&format!("--- {from}\n+++ {to}\n{body}"));
     }
     out
 }

@@ -104,3 +104,32 @@ async fn a_screen_only_contender_is_held_and_never_accepted() {
         "{got:?}"
     );
 }
+
+#[test]
+fn a_deleted_file_and_an_emptied_one_have_different_diffs_that_apply_back() {
+    use sandbox::{Change, FileTree, Limits, RelPath, verify_change};
+    let path = RelPath::new("kernel.c").unwrap();
+    let mut kept = FileTree::default();
+    kept.insert(path.clone(), b"int x;\n".to_vec());
+    let mut emptied = kept.clone();
+    emptied.insert(path, Vec::new());
+    let deleted = FileTree::default();
+    let to_empty = super::tree_diff(&kept, &emptied);
+    let to_none = super::tree_diff(&kept, &deleted);
+    assert_ne!(to_empty, to_none);
+    assert!(to_none.contains("+++ /dev/null"), "{to_none}");
+    let created = super::tree_diff(&deleted, &kept);
+    assert!(created.starts_with("--- /dev/null\n"), "{created}");
+    let editable = globset::GlobSetBuilder::new()
+        .add(globset::Glob::new("kernel.c").unwrap())
+        .build()
+        .unwrap();
+    for (base, diff, want) in [
+        (&kept, to_empty, &emptied),
+        (&kept, to_none, &deleted),
+        (&deleted, created, &kept),
+    ] {
+        let v = verify_change(&Change::Diff(diff), base, &editable, &Limits::default()).unwrap();
+        assert_eq!(&base.apply(&v), want);
+    }
+}

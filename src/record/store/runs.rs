@@ -169,6 +169,19 @@ impl Store {
         Ok(ms as f64 / 60_000.0)
     }
 
+    /// `model_minutes` of every run that has candidates, in one query (for `history`).
+    pub async fn model_minutes_by_run(&self) -> Result<std::collections::HashMap<i64, f64>> {
+        let rows: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT run_id, CAST(COALESCE(SUM(model_latency_ms), 0) AS BIGINT) FROM candidates GROUP BY run_id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(run, ms)| (run, ms as f64 / 60_000.0))
+            .collect())
+    }
+
     /// Candidates already recorded for a run.
     pub async fn candidates_in_run(&self, run_id: i64) -> Result<i64> {
         Ok(
