@@ -1,17 +1,28 @@
 //! A node that lies: a worker that runs the real `polymorph worker` and reports the candidate's
 //! samples three times faster than measured (under the plausibility factor, so no other rule
-//! stops it), repeating its pairs until the series is long enough to accept, on a null change. Whatever a confirming place measures itself decides: the
-//! controller (`--verify-on controller`) or a second, honest node (the default with two
-//! targets) refuses it, and nothing reaches the ledger; trusting the same node lands the lie.
+//! stops it), repeating its pairs until the series is long enough to accept, on a null change.
+//! Whatever a confirming place measures itself decides: the controller (`--verify-on
+//! controller`) or a second, honest node (the default with two targets) refuses it, and nothing
+//! reaches the ledger; trusting the same node lands the lie. A worker that sends no pairs fails
+//! its candidates, and the run goes on.
 
 use super::common::engines::Sshd;
 use super::common::tools::{Tool, missing};
 use super::common::{Env, files_line};
 use std::os::unix::fs::PermissionsExt as _;
 
+/// What the liar does to a series.
+#[derive(Clone, Copy, Debug)]
+enum Lie {
+    /// Reports the candidate three times faster, its pairs repeated to 8.
+    Faster,
+    /// Sends the series with no pairs at all: nothing the judge can decide on.
+    Empty,
+}
+
 /// The liar, as the `--worker` of every target: it lies to sessions that came in on `port`
 /// (through `SSH_CONNECTION`), or to all when `port` is `None`.
-fn liar(env: &Env, port: Option<u16>) -> String {
+fn liar(env: &Env, port: Option<u16>, how: Lie) -> String {
     let real = assert_cmd::cargo::cargo_bin("polymorph");
     let script = format!(
         r#"#!/usr/bin/python3
@@ -31,7 +42,9 @@ for l in out.splitlines():
         result = reply["result"]
         if isinstance(result, dict) and "Evaluated" in result:
             pairs = result["Evaluated"]["pairs"]
-            pairs = [json.loads(json.dumps(pairs[i % len(pairs)])) for i in range(8)]
+            if {how:?} == "Empty":
+                pairs = []
+            pairs = [json.loads(json.dumps(pairs[i % len(pairs)])) for i in range(8 if pairs else 0)]
             for _incumbent, candidate in pairs:
                 for case in candidate["cases"]:
                     candidate["cases"][case] *= 3
@@ -42,6 +55,7 @@ sys.exit(real.returncode)
 "#,
         real = real.display().to_string(),
         lie_to = port.map(|p| p.to_string()).unwrap_or_default(),
+        how = format!("{how:?}"),
     );
     let path = env.write("liar.py", &script);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -119,7 +133,7 @@ fn a_lying_worker_gets_nothing_into_the_ledger_when_the_controller_confirms() {
     let (target, ssh) = (vec![sshd.target()], sshd.ssh_command());
 
     let env = Env::new();
-    let worker = liar(&env, None);
+    let worker = liar(&env, None, Lie::Faster);
     let here = run(&env, &target, &ssh, &worker, &["--verify-on", "controller"]);
     assert_eq!(here.verdicts, ["rejected", "rejected"], "{}", here.report);
     for reason in &here.reasons {
@@ -130,11 +144,31 @@ fn a_lying_worker_gets_nothing_into_the_ledger_when_the_controller_confirms() {
 
     // The same lie, confirmed by the node that told it, lands: what the check above prevents.
     let env = Env::new();
-    let worker = liar(&env, None);
+    let worker = liar(&env, None, Lie::Faster);
     let trusted = run(&env, &target, &ssh, &worker, &["--verify-on", "same-node"]);
     let accepted = ["accepted", "accepted"];
     assert_eq!(trusted.verdicts, accepted, "{:?}", trusted.reasons);
     assert_eq!(trusted.entries, 2);
+}
+
+#[test]
+fn a_node_that_sends_a_series_too_short_to_judge_fails_its_candidates_and_the_run_goes_on() {
+    let sshd = match Sshd::start() {
+        Ok(s) => s,
+        Err(why) => return missing(Tool::Ssh, &format!("short series: {why}")),
+    };
+    let (target, ssh) = (vec![sshd.target()], sshd.ssh_command());
+    let env = Env::new();
+    let worker = liar(&env, None, Lie::Empty);
+    let out = run(&env, &target, &ssh, &worker, &["--verify-on", "controller"]);
+    assert_eq!(out.verdicts, ["failed", "failed"], "{}", out.report);
+    for reason in &out.reasons {
+        assert!(
+            reason.contains("'s series ended after 0 pairs, before the judge here decided"),
+            "{reason}"
+        );
+    }
+    assert_eq!(out.entries, 0);
 }
 
 #[test]
@@ -155,7 +189,7 @@ fn with_two_targets_a_second_node_confirms_and_refuses_the_lie_of_the_first() {
         .to_string();
     let ssh = format!("{} -i {second_key}", lying.ssh_command());
     let env = Env::new();
-    let worker = liar(&env, Some(lying.port));
+    let worker = liar(&env, Some(lying.port), Lie::Faster);
     // Targets take turns, so one of the two candidates' first series is the liar's at least.
     let targets = vec![lying.target(), honest.target()];
     let out = run(&env, &targets, &ssh, &worker, &[]);

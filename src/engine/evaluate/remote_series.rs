@@ -111,8 +111,8 @@ fn remote_evaluation(
         }
         Some((target, reply)) => match reply.result {
             Outcome::Evaluated(w) => {
-                let mut ev = judged(w, tree, judge)?;
-                if !matches!(pick, Pick::Any) {
+                let mut ev = judged(w, tree, judge, &reply.node);
+                if !matches!(pick, Pick::Any) && !ev.reason.starts_with(&reply.node) {
                     ev.reason = format!("on {}: {}", reply.node, ev.reason);
                 }
                 (Some(target), ev)
@@ -125,8 +125,10 @@ fn remote_evaluation(
     Ok((by, ev))
 }
 
-/// A node's evaluation, judged here from its samples.
-fn judged(w: WireEvaluation, tree: FileTree, judge: &Judge<'_>) -> Result<Evaluation> {
+/// A node's evaluation, judged here from its samples. A series that ends before the judge here
+/// decides (a node that stopped early, or sent no pairs) fails the candidate, naming the node;
+/// the run goes on.
+fn judged(w: WireEvaluation, tree: FileTree, judge: &Judge<'_>, node: &str) -> Evaluation {
     let mut pairs: Vec<(Sample, Sample)> = w
         .pairs
         .into_iter()
@@ -174,8 +176,14 @@ fn judged(w: WireEvaluation, tree: FileTree, judge: &Judge<'_>) -> Result<Evalua
             ev.tree = Some(tree);
         }
         (None, _) if ev.cancelled => ev.reason = "cancelled".into(),
-        (None, _) => bail!("a node sent a series its judge had not finished"),
+        (None, _) => {
+            ev.stage = Stage::Judge;
+            ev.reason = format!(
+                "{node}'s series ended after {} pairs, before the judge here decided; nothing is taken from it",
+                pairs.len()
+            );
+        }
     }
     ev.pairs = pairs;
-    Ok(ev)
+    ev
 }
