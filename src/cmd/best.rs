@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 
 pub async fn best(cli: &Cli, a: BestArgs) -> Result<()> {
-    let store = &Store::open(&cli.db()).await?;
+    let store = &Store::open_existing(&cli.db()).await?;
     let (task, context, emit, json) = (
         a.task.as_str(),
         a.context.as_deref(),

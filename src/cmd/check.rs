@@ -41,7 +41,7 @@ async fn entry_trees(
     ledger_path: &Path,
     ids: &[String],
 ) -> Result<Vec<(String, FileTree)>> {
-    let store = Store::open(db).await?;
+    let store = Store::open_existing(db).await?;
     let ledger = Ledger::open_or_init(ledger_path)?;
     let mut out = Vec::new();
     for id in ids {

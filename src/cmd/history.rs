@@ -18,7 +18,7 @@ pub async fn history(cli: &Cli, a: HistoryArgs) -> Result<()> {
         verdict: a.verdict,
     };
     show_history(
-        &Store::open(&cli.db()).await?,
+        &Store::open_existing(&cli.db()).await?,
         &filter,
         a.plot.as_deref(),
         a.json,

@@ -7,7 +7,7 @@ use polymorph::record::Store;
 use serde_json::Value;
 
 pub async fn query(cli: &Cli, a: QueryArgs) -> Result<()> {
-    let store = Store::open(&cli.db()).await?;
+    let store = Store::open_existing(&cli.db()).await?;
     let (columns, rows) = store.query_readonly(&a.sql).await?;
     let json = a.json;
     if json {

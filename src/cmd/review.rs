@@ -19,7 +19,7 @@ async fn quarantined_arg(store: &Store, id: &str) -> Result<Option<CandidateRow>
 }
 
 pub async fn approve(cli: &Cli, a: ApproveArgs) -> Result<()> {
-    let store = Store::open(&cli.db()).await?;
+    let store = Store::open_existing(&cli.db()).await?;
     if let Some(c) = quarantined_arg(&store, &a.id).await? {
         let by = review::reviewer(a.by);
         let why = a.note.unwrap_or_default();
@@ -40,7 +40,7 @@ pub async fn approve(cli: &Cli, a: ApproveArgs) -> Result<()> {
 }
 
 pub async fn reject(cli: &Cli, a: RejectArgs) -> Result<()> {
-    let store = Store::open(&cli.db()).await?;
+    let store = Store::open_existing(&cli.db()).await?;
     let by = review::reviewer(a.by);
     if let Some(c) = quarantined_arg(&store, &a.id).await? {
         let d = quarantine::dismiss(&store, &cli.db(), &c, &by, &a.reason).await?;
@@ -67,7 +67,7 @@ pub async fn reject(cli: &Cli, a: RejectArgs) -> Result<()> {
 }
 
 pub async fn export(cli: &Cli, a: ExportArgs) -> Result<()> {
-    let store = Store::open(&cli.db()).await?;
+    let store = Store::open_existing(&cli.db()).await?;
     let e = entry_arg(&store, &a.id).await?;
     let patch = review::export(&store, &Ledger::open_or_init(&cli.ledger())?, &e).await?;
     match a.output {
@@ -80,7 +80,7 @@ pub async fn export(cli: &Cli, a: ExportArgs) -> Result<()> {
 }
 
 pub async fn review(cli: &Cli, a: ReviewArgs) -> Result<()> {
-    let store = Store::open(&cli.db()).await?;
+    let store = Store::open_existing(&cli.db()).await?;
     let rows = store
         .reviews(a.task.as_deref(), Some(ReviewState::Pending))
         .await?;

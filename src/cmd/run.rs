@@ -64,6 +64,8 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
             (db, ledger)
         }
     };
+    // A task that does not load is refused before anything is created: no database, no lock.
+    polymorph::task::Task::load(&a.task_dir)?;
     let _lock = LockFile::run(&db)?;
     let store = Store::open(&db).await?;
     // With remote targets no task process runs here, unless confirmations do.

@@ -11,7 +11,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 
 pub async fn show(cli: &Cli, a: ShowArgs) -> Result<()> {
-    let store = &Store::open(&cli.db()).await?;
+    let store = &Store::open_existing(&cli.db()).await?;
     let ledger_buf = cli.ledger();
     let (id, json, ledger_path) = (a.id.as_str(), a.json, ledger_buf.as_path());
     let entry = resolve_entry(store, id).await?;

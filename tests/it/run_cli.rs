@@ -3,7 +3,6 @@
 use crate::common::{Env, edit, files_line};
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
-use serde_json::Value;
 
 #[test]
 fn search_finds_gains_and_the_ledger_holds_only_accepted_entries() {
@@ -69,6 +68,15 @@ fn search_finds_gains_and_the_ledger_holds_only_accepted_entries() {
 #[test]
 fn query_is_read_only() {
     let env = Env::new();
+    // A database that is not there (a mistyped --db) is named, and not created.
+    env.cmd()
+        .args(["query", "SELECT 1"])
+        .assert()
+        .code(2)
+        .stderr(contains("no runs database at"));
+    assert!(!env.db().exists());
+    // `schedule` writes to the database, so it creates it.
+    env.cmd().args(["schedule", "list"]).assert().success();
     env.cmd().args(["query", "SELECT 1"]).assert().success();
     env.cmd()
         .args(["query", "DELETE FROM runs"])
@@ -190,9 +198,13 @@ fn bad_task_files_are_reported_with_file_field_and_fix() {
         .assert()
         .code(2)
         .stderr(contains("not found"));
-    // Nothing was recorded for a task that never loaded.
-    let runs = env.json(&["history"]);
-    assert_eq!(runs, Value::Array(vec![]));
+    // Nothing was recorded for a task that never loaded: not even a database was made.
+    assert!(!env.db().exists());
+    env.cmd()
+        .arg("history")
+        .assert()
+        .code(2)
+        .stderr(contains("no runs database at"));
 }
 
 #[test]

@@ -62,8 +62,15 @@ impl<'a> Loop<'a> {
         let task = &r.task;
         let tree = ledger.read_tree(incumbent_commit)?;
         exec.set_incumbent(tree).map_err(|f| {
+            // Most often the workload (a new one, or the wrong file given with --workload)
+            // or this machine, not the incumbent's code: say which workload it was.
+            let with = r
+                .workload
+                .as_ref()
+                .map(|w| format!(" with workload {}", w.label))
+                .unwrap_or_default();
             anyhow::anyhow!(
-                "the incumbent ({incumbent_commit}) does not pass any more: {}",
+                "the incumbent ({incumbent_commit}) fails here{with}: {}",
                 f.reason
             )
         })?;

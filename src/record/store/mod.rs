@@ -86,6 +86,21 @@ impl Store {
         Ok(Store { pool, at })
     }
 
+    /// `open` for the commands that read what runs recorded (`history`, `show`, `best`,
+    /// `query`, `review`): an SQLite file that is not there is an error naming it, not a new
+    /// empty database (a mistyped `--db` would otherwise read as "no runs yet").
+    pub async fn open_existing(db: &Path) -> Result<Store> {
+        if let DbAt::Sqlite(path) = DbAt::parse(db)
+            && !path.exists()
+        {
+            anyhow::bail!(
+                "no runs database at {}: `polymorph run` creates one there; --db or POLYMORPH_DB names another",
+                path.display()
+            );
+        }
+        Store::open(db).await
+    }
+
     /// Another handle on the same database with connections of its own (for another runtime:
     /// connections belong to the runtime that opened them).
     pub async fn reopen(&self) -> Result<Store> {
