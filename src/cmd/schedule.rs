@@ -13,7 +13,11 @@ use sandbox::CancelFlag;
 use std::path::PathBuf;
 
 pub async fn schedule(cli: &Cli, action: ScheduleAction) -> Result<()> {
-    let store = Store::open(&cli.db()).await?;
+    // Only `add` writes a schedule, so only `add` makes a database that is not there.
+    let store = match &action {
+        ScheduleAction::Add { .. } => Store::open(&cli.db()).await?,
+        _ => Store::open_existing(&cli.db()).await?,
+    };
     match action {
         ScheduleAction::Add {
             task_dir,

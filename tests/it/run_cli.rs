@@ -75,8 +75,18 @@ fn query_is_read_only() {
         .code(2)
         .stderr(contains("no runs database at"));
     assert!(!env.db().exists());
-    // `schedule` writes to the database, so it creates it.
-    env.cmd().args(["schedule", "list"]).assert().success();
+    env.cmd()
+        .args(["schedule", "list"])
+        .assert()
+        .code(2)
+        .stderr(contains("no runs database at"));
+    assert!(!env.db().exists());
+    // `schedule add` writes to the database, so it creates it.
+    let task = env.task("spin");
+    env.cmd()
+        .args(["schedule", "add", task.to_str().unwrap(), "--every", "1d"])
+        .assert()
+        .success();
     env.cmd().args(["query", "SELECT 1"]).assert().success();
     env.cmd()
         .args(["query", "DELETE FROM runs"])
