@@ -10,6 +10,12 @@ use std::time::{Duration, Instant};
 #[test]
 fn query_refuses_every_statement_that_can_write() {
     let env = Env::new();
+    // A database to query: `schedule add` makes one (query itself never creates it).
+    let task = env.task("spin");
+    env.cmd()
+        .args(["schedule", "add", task.to_str().unwrap(), "--every", "1d"])
+        .assert()
+        .success();
     env.json(&["query", "SELECT 1 AS one"]);
     let copy = env.path().join("copy.db");
     let attached = env.path().join("attached.db");
