@@ -33,7 +33,7 @@ fn get(port: u16, path: &str) -> usize {
 
 /// The k-th generated candidate of a run: a parameter assignment judged +5% [+3, +7], with
 /// four pairs of one-case samples.
-fn generated(run: i64, k: i64, verdict: Verdict) -> NewEvaluation {
+fn generated(run: i64, k: i64, verdict: Verdict, incumbent: i64) -> NewEvaluation {
     let samples = (0..8)
         .map(|s| NewSample {
             round: s / 2,
@@ -58,7 +58,7 @@ fn generated(run: i64, k: i64, verdict: Verdict) -> NewEvaluation {
         payload: "{}".into(),
         params_key: Some(format!("{{\"K\":{run}.{k}}}")),
         diff: Some("--- a/p.h\n+++ b/p.h\n".into()),
-        parent_entry_id: None,
+        parent_entry_id: Some(incumbent),
         verdict,
         reason: "generated".into(),
         stage: Stage::Judge,
@@ -110,7 +110,8 @@ async fn generate(store: &Store, ledger: &Ledger, runs: i64, per_run: i64) -> i6
         .await
         .unwrap();
     let mut head = ledger.write_commit(None, &tree(0), "origin").unwrap();
-    store
+    // Each candidate is judged against the entry at the branch's head when it is recorded.
+    let mut incumbent = store
         .insert_origin(
             "gen",
             "ctx000000000",
@@ -155,9 +156,11 @@ async fn generate(store: &Store, ledger: &Ledger, runs: i64, per_run: i64) -> i6
                     params: None,
                 }
             });
-            tx.record(&generated(run, k, verdict), entry.as_ref())
+            let (_, landed) = tx
+                .record(&generated(run, k, verdict, incumbent), entry.as_ref())
                 .await
                 .unwrap();
+            incumbent = landed.unwrap_or(incumbent);
         }
         tx.commit().await.unwrap();
         store
