@@ -41,6 +41,10 @@ pub struct Summary {
 /// but a broken or lying bench: the samples are invalid, never a verdict. (Below it, a gain
 /// over the plausibility factor goes to a human.)
 const MAX_ABS_LOG_GAIN: f64 = 20.723_265_836_946_41; // ln(1e9)
+/// How far above the limit its own process measured a case may be read as the noise of the two
+/// measurements rather than a lie: on an H200 the hand-tuned add-rmsnorm kernel measured 1.006
+/// of the copy bandwidth on prefill (docs/experiments/2026-12-04-cuda-task-h200.md).
+const LIMIT_NOISE: f64 = 0.05;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
@@ -249,10 +253,11 @@ impl Judge<'_> {
         let name = self.metric.limit.as_deref()?;
         pairs.iter().find_map(|(_, c)| {
             let limit = c.limit?;
-            let (case, v) = c.cases.iter().find(|(_, v)| **v > limit)?;
+            let (case, v) = c.cases.iter().find(|(_, v)| **v > limit * (1.0 + LIMIT_NOISE))?;
             Some(format!(
-                "measured above the hardware's limit: case {case} at {v:.4} {}, over the {limit:.4} {name} its bench measured; needs a human",
-                self.metric.name
+                "measured above the hardware's limit: case {case} at {v:.4} {}, over the {limit:.4} {name} its bench measured by more than {:.0}%; needs a human",
+                self.metric.name,
+                LIMIT_NOISE * 100.0
             ))
         })
     }
@@ -484,7 +489,10 @@ mod tests {
         fast.limit = Some(120.0);
         let mut inc = sample(100.0, 100.0);
         inc.limit = Some(120.0);
-        let reason = quarantined(plain(&m, &s).decide(&[(inc, fast)]));
+        let reason = quarantined(plain(&m, &s).decide(&[(inc.clone(), fast.clone())]));
         assert!(reason.contains("case a at 130.0000 x, over the 120.0000 copy"));
+        // Within 5% of the limit is the two measurements' noise: the series goes on.
+        fast.limit = Some(125.0);
+        assert_eq!(plain(&m, &s).decide(&[(inc, fast)]), Decision::Continue);
     }
 }

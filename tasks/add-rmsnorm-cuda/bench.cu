@@ -33,6 +33,13 @@ static double copy_gbps(void *a, void *b, size_t bytes) {
     return 2.0 * bytes * 5 / (ms * 1e6);
 }
 
+// Where copy `c` of a set `stride` bytes long starts: the two pools in turn, each offset a
+// multiple of 256 bytes (a kernel's 16-byte loads need aligned rows) that leaves the set whole.
+static char *copy_base(char *pool_a, char *pool_b, int c, size_t stride) {
+    size_t offset = (size_t)(c / 2) * stride % (ROTATE_BYTES - stride + 1);
+    return (c % 2 ? pool_b : pool_a) + offset / 256 * 256;
+}
+
 int main(void) {
     seed_rng();
     int tokens[MAX_SHAPES], hidden[MAX_SHAPES], nt, nh;
@@ -41,7 +48,12 @@ int main(void) {
     CUDA_CHECK(cudaMalloc(&pool_a, ROTATE_BYTES));
     CUDA_CHECK(cudaMalloc(&pool_b, ROTATE_BYTES));
     CUDA_CHECK(cudaMemset(pool_a, 0, ROTATE_BYTES));
-    double sol = copy_gbps(pool_a, pool_b, ROTATE_BYTES);
+    // The best of three copies: the limit is a peak, and the first copy also pays for warming up.
+    double sol = 0;
+    for (int i = 0; i < 3; i++) {
+        double g = copy_gbps(pool_a, pool_b, ROTATE_BYTES);
+        sol = g > sol ? g : sol;
+    }
     cudaEvent_t t0, t1;
     CUDA_CHECK(cudaEventCreate(&t0));
     CUDA_CHECK(cudaEventCreate(&t1));
@@ -56,7 +68,7 @@ int main(void) {
             __nv_bfloat16 *host = (__nv_bfloat16 *)malloc(n * 2);
             fill(host, n, 2.0f);
             for (int c = 0; c < copies; c++) {
-                char *base = (c % 2 ? pool_b : pool_a) + (c / 2) * stride % (ROTATE_BYTES - stride + 1);
+                char *base = copy_base(pool_a, pool_b, c, stride);
                 CUDA_CHECK(cudaMemcpy(base, host, n * 2, cudaMemcpyHostToDevice));
                 CUDA_CHECK(cudaMemcpy(base + n * 2, host, n * 2, cudaMemcpyHostToDevice));
                 CUDA_CHECK(cudaMemcpy(base + 3 * n * 2, host, (size_t)h * 2, cudaMemcpyHostToDevice));
@@ -65,7 +77,7 @@ int main(void) {
             for (int i = 0; i < WARMUP + ITERS; i++) {
                 if (i == WARMUP) CUDA_CHECK(cudaEventRecord(t0));
                 int c = i % copies;
-                char *base = (c % 2 ? pool_b : pool_a) + (c / 2) * stride % (ROTATE_BYTES - stride + 1);
+                char *base = copy_base(pool_a, pool_b, c, stride);
                 __nv_bfloat16 *x = (__nv_bfloat16 *)base, *r = x + n, *y = r + n, *w = y + n;
                 add_rmsnorm(x, r, w, y, rows, h, EPS, 0);
             }
