@@ -41,10 +41,6 @@ pub struct Summary {
 /// but a broken or lying bench: the samples are invalid, never a verdict. (Below it, a gain
 /// over the plausibility factor goes to a human.)
 const MAX_ABS_LOG_GAIN: f64 = 20.723_265_836_946_41; // ln(1e9)
-/// How far above the limit its own process measured a case may be read as the noise of the two
-/// measurements rather than a lie: on an H200 the hand-tuned add-rmsnorm kernel measured 1.006
-/// of the copy bandwidth on prefill (docs/experiments/2026-12-04-cuda-task-h200.md).
-const LIMIT_NOISE: f64 = 0.05;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
@@ -232,34 +228,6 @@ impl Judge<'_> {
             return done(Verdict::Rejected, reason, summary);
         }
         None
-    }
-
-    /// Why a candidate needs a human: a case measured past the machine's bound the task
-    /// declares, or above the hardware's limit that its own process measured (faster than the
-    /// speed of light is a lie or a broken bench).
-    fn above_limit(&self, pairs: &[(Sample, Sample)]) -> Option<String> {
-        let past_bound = self.metric.bound.as_ref().and_then(|b| {
-            pairs.iter().find_map(|(_, c)| {
-                let (case, v, bound) = b.past(self.metric.direction, c)?;
-                Some(format!(
-                    "past the machine's bound: case {case} at {v:.4} {}, where the task declares {bound:.4} the most this machine can reach; needs a human",
-                    self.metric.name
-                ))
-            })
-        });
-        if past_bound.is_some() {
-            return past_bound;
-        }
-        let name = self.metric.limit.as_deref()?;
-        pairs.iter().find_map(|(_, c)| {
-            let limit = c.limit?;
-            let (case, v) = c.cases.iter().find(|(_, v)| **v > limit * (1.0 + LIMIT_NOISE))?;
-            Some(format!(
-                "measured above the hardware's limit: case {case} at {v:.4} {}, over the {limit:.4} {name} its bench measured by more than {:.0}%; needs a human",
-                self.metric.name,
-                LIMIT_NOISE * 100.0
-            ))
-        })
     }
 
     /// Why the gain needs a human: far beyond the incumbent and the hand-tuned baseline.

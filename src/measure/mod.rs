@@ -5,6 +5,7 @@
 mod early;
 mod guard;
 pub mod judge;
+mod limit;
 pub mod metric;
 pub mod objective;
 pub mod per_run;

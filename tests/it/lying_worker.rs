@@ -164,7 +164,8 @@ fn a_node_that_sends_a_series_too_short_to_judge_fails_its_candidates_and_the_ru
     assert_eq!(out.verdicts, ["failed", "failed"], "{}", out.report);
     for reason in &out.reasons {
         assert!(
-            reason.contains("'s series ended after 0 pairs, before the judge here decided"),
+            reason.contains(": its series ended after 0 pairs, before the judge here decided")
+                && reason.starts_with("on "),
             "{reason}"
         );
     }

@@ -111,8 +111,10 @@ fn remote_evaluation(
         }
         Some((target, reply)) => match reply.result {
             Outcome::Evaluated(w) => {
-                let mut ev = judged(w, tree, judge, &reply.node);
-                if !matches!(pick, Pick::Any) && !ev.reason.starts_with(&reply.node) {
+                let (mut ev, series) = judged(w, tree, judge);
+                // A series cut short is the node's doing: it is always named. Otherwise the
+                // node is named where the pool was told which one to pick (a confirmation).
+                if series == Series::EndedEarly || !matches!(pick, Pick::Any) {
                     ev.reason = format!("on {}: {}", reply.node, ev.reason);
                 }
                 (Some(target), ev)
@@ -125,10 +127,18 @@ fn remote_evaluation(
     Ok((by, ev))
 }
 
+/// How a node's series ended, for the judge here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Series {
+    /// The judge decided on a prefix of it, or the node reported a failure or a cancellation.
+    Judged,
+    /// It ended before the judge here decided: the node stopped early or sent no pairs.
+    EndedEarly,
+}
+
 /// A node's evaluation, judged here from its samples. A series that ends before the judge here
-/// decides (a node that stopped early, or sent no pairs) fails the candidate, naming the node;
-/// the run goes on.
-fn judged(w: WireEvaluation, tree: FileTree, judge: &Judge<'_>, node: &str) -> Evaluation {
+/// decides fails the candidate (the caller names the node); the run goes on.
+fn judged(w: WireEvaluation, tree: FileTree, judge: &Judge<'_>) -> (Evaluation, Series) {
     let mut pairs: Vec<(Sample, Sample)> = w
         .pairs
         .into_iter()
@@ -179,11 +189,13 @@ fn judged(w: WireEvaluation, tree: FileTree, judge: &Judge<'_>, node: &str) -> E
         (None, _) => {
             ev.stage = Stage::Judge;
             ev.reason = format!(
-                "{node}'s series ended after {} pairs, before the judge here decided; nothing is taken from it",
+                "its series ended after {} pairs, before the judge here decided; nothing is taken from it",
                 pairs.len()
             );
+            ev.pairs = pairs;
+            return (ev, Series::EndedEarly);
         }
     }
     ev.pairs = pairs;
-    ev
+    (ev, Series::Judged)
 }
