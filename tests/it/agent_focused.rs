@@ -1,5 +1,6 @@
 //! The focused protocol, what small models can follow: one request answered by one change,
-//! built and tested at once, and one repair turn with the error; never more than two requests.
+//! built and tested at once, and one repair turn with the error; two requests, and on a task
+//! with parameters a third, for values alone, after two replies that changed nothing.
 
 use crate::common::Env;
 use crate::common::model_server::{agent_run, ok, serve, text};
@@ -207,4 +208,58 @@ fn files_sent_back_unchanged_are_asked_once_more_for_a_real_change() {
     let c = candidate(&env);
     assert_eq!(c["note"], "no padding", "{c}");
     assert_eq!(c["model_requests"], 2, "{c}");
+}
+
+#[test]
+fn files_sent_back_unchanged_twice_are_asked_for_parameter_values_alone() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // The habit rounds 14-16 saw: the file as it is, and again when asked plainly; then,
+    // asked for values alone, values. Without the third request nothing was submitted.
+    let same = "params.h\n```c\n#define PAD_PERMILLE 200\n```\nSUBMIT: tidier\n";
+    let values = "PARAMS: {\"PAD_PERMILLE\": 0}\nSUBMIT: no padding\n";
+    let (url, fake) = serve(vec![text(same), text(same), text(values), text(same)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(
+        seen.len(),
+        3,
+        "the request, the plain one, the one for values"
+    );
+    let asked = seen[2].body["messages"].as_array().unwrap();
+    let last = asked.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        last.contains("left the files as they were, twice"),
+        "{last}"
+    );
+    assert!(
+        last.contains("PAD_PERMILLE in [0,"),
+        "the values allowed: {last}"
+    );
+    assert!(last.contains("PARAMS: {\"PAD_PERMILLE\":200}"), "{last}");
+    drop(seen);
+    let c = candidate(&env);
+    assert_eq!(c["note"], "no padding", "{c}");
+    assert_eq!(c["model_requests"], 3, "{c}");
+    assert_ne!(c["verdict"], "failed", "{c}");
+}
+
+#[test]
+fn a_task_without_parameters_gets_no_third_request() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
+    let params = "[params]\nPAD_PERMILLE = [0, 25, 50, 100, 200]\n\n[params.render]\nfile = \"params.h\"\nformat = \"c-define\"\n\n";
+    assert!(toml.contains(params), "{toml}");
+    std::fs::write(task.join("task.toml"), toml.replace(params, "")).unwrap();
+    let same = "params.h\n```c\n#define PAD_PERMILLE 200\n```\nSUBMIT: tidier\n";
+    let (url, fake) = serve(vec![text(same), text(same), text(same)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["accepted"], 0, "{report}");
+    assert_eq!(
+        fake.seen.lock().unwrap().len(),
+        2,
+        "the request and its repair"
+    );
 }

@@ -55,6 +55,9 @@ pub struct Prompts {
     pub repair: String,
     /// Its repair turn when the reply changed nothing: asks for one real change.
     pub unchanged: String,
+    /// Its last turn, for a task with parameters, when the reply changed nothing again: asks
+    /// for new parameter values alone.
+    pub params_only: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

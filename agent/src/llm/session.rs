@@ -39,6 +39,8 @@ struct Conversation<'a> {
     last_reply: Option<String>,
     /// Replies taken in the focused protocol, which ends after `replies::FOCUSED_REPLIES`.
     focused_replies: usize,
+    /// Whether the focused protocol's extra turn for parameter values alone was taken.
+    asked_for_params: bool,
     /// Why the conversation fell back to a simpler protocol, for the note it ends with.
     fell_back: Option<String>,
 }
@@ -290,7 +292,8 @@ impl Conversation<'_> {
     fn react(&mut self, look: &Turn) -> Option<Outcome> {
         if self.protocol == Protocol::Focused {
             self.focused_replies += 1;
-            if self.focused_replies < replies::FOCUSED_REPLIES {
+            if self.focused_replies < replies::FOCUSED_REPLIES + usize::from(self.asked_for_params)
+            {
                 return None;
             }
             let why = self.last_error.take().unwrap_or_default();
@@ -364,6 +367,7 @@ pub async fn propose(
         last_passing: None,
         last_reply: None,
         focused_replies: 0,
+        asked_for_params: false,
         fell_back: None,
     };
     c.messages = vec![

@@ -20,6 +20,7 @@ const SYSTEM_FOCUSED: &str = include_str!("../../../prompts/system_focused.txt")
 const REPAIR: &str = include_str!("../../../prompts/repair.txt");
 const FOLDED: &str = include_str!("../../../prompts/folded.txt");
 const UNCHANGED: &str = include_str!("../../../prompts/unchanged.txt");
+const PARAMS_ONLY: &str = include_str!("../../../prompts/params_only.txt");
 
 /// Characters per token, roughly, for code and English: enough to size a prompt.
 const CHARS_PER_TOKEN: u64 = 4;
@@ -182,6 +183,7 @@ pub(super) fn prompts(
         system_focused: render(&prompt(t, "system_focused.txt", SYSTEM_FOCUSED), &vars),
         repair: prompt(t, "repair.txt", REPAIR),
         unchanged: render(&prompt(t, "unchanged.txt", UNCHANGED), &vars),
+        params_only: render(&prompt(t, "params_only.txt", PARAMS_ONLY), &vars),
     }
 }
 

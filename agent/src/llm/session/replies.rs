@@ -175,10 +175,18 @@ impl Conversation<'_> {
         let files = self.host.changed_files();
         if notes.is_empty() && files.is_empty() {
             // The files sent back as they are (or edits that change nothing): not an error to
-            // repair but no change at all, which is asked for once more in plain words.
+            // repair but no change at all, which is asked for once more in plain words. Twice
+            // in a row, on a task with parameters: one turn more, for new values alone (the
+            // simplest answer there is; the search's knobs are the model's to set).
             let why = "your answer leaves the files as they were".to_string();
+            let again = self.last_error.as_deref() == Some(why.as_str());
             self.last_error = Some(why);
-            let m = self.prompts.unchanged.clone();
+            let m = if again && self.with_params && !self.asked_for_params {
+                self.asked_for_params = true;
+                self.prompts.params_only.clone()
+            } else {
+                self.prompts.unchanged.clone()
+            };
             self.messages.push(json!({ "role": "user", "content": m }));
             return TurnResult::Looked(Turn::Progress);
         }
