@@ -1,13 +1,14 @@
 // Harness-owned benchmark: for each workload shape, the kernel timed with CUDA events after a
-// warm-up, its inputs rotated through more memory than the L2 holds (60 MB on an H200) so no
-// call is served from cache, reported as effective GB/s (bytes the operation must move: x and
-// the residual read, the residual and y written, w once). One process is one sample; also
-// prints the device's copy bandwidth measured just before (metric "copy_gbps"), the speed of
-// light the kernel is measured against.
+// warm-up, its inputs rotated through up to 64 copies (at most 512 MB), reported as effective
+// GB/s (bytes the operation must move: x and the residual read, the residual and y written, w
+// once). One process is one sample; it also prints the device's copy bandwidth measured just
+// before (metric "copy_gbps"), the speed of light the kernel is measured against.
 #include "harness.h"
 #include "kernel.h"
 
-// Buffers rotated through: at least this many bytes, so each call finds its inputs in DRAM.
+// Each of the two pools the copies are carved from. From 64 rows up, the copies span more than
+// an H200's L2 (60 MB), so each call finds its inputs in DRAM; the 64 copies of 1 and 8 rows
+// fit in it (2 MB at 1 x 4096), as a real decode step's activations would.
 #define ROTATE_BYTES (256ull << 20)
 #define WARMUP 3
 #define ITERS 20
