@@ -90,7 +90,11 @@ impl ParamSpace {
             match p.get(k) {
                 None => return Some(format!("{k} is missing")),
                 Some(v) if !allowed.contains(v) => {
-                    return Some(format!("{k} = {v} is not one of the declared values"));
+                    let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
+                    return Some(format!(
+                        "{k} = {v} is not one of the declared values ({})",
+                        list.join(", ")
+                    ));
                 }
                 Some(_) => {}
             }

@@ -1,9 +1,10 @@
 //! The focused protocol, what small models can follow: one request answered by one change,
 //! built and tested at once, and one repair turn with the error; two requests, and on a task
-//! with parameters a third, for values alone, after two replies that changed nothing.
+//! with parameters a third and last, for values alone, after two replies that changed nothing
+//! or a change whose repair failed too.
 
 use crate::common::Env;
-use crate::common::model_server::{agent_run, ok, serve, text};
+use crate::common::model_server::{Seen, agent_run, ok, serve, text};
 use serde_json::{Value, json};
 
 fn candidate(env: &Env) -> Value {
@@ -12,6 +13,28 @@ fn candidate(env: &Env) -> Value {
 
 const BROKEN: &str = "params.h\n<<<<<<< SEARCH\n#define PAD_PERMILLE 200\n=======\n#define PAD_PERMILLE 0 +\n>>>>>>> REPLACE\nSUBMIT: no padding\n";
 const FIXED: &str = "params.h\n<<<<<<< SEARCH\n#define PAD_PERMILLE 0 +\n=======\n#define PAD_PERMILLE 0\n>>>>>>> REPLACE\nSUBMIT: no wasted steps\n";
+/// The format's example copied back word for word (a 0.5B model's habit).
+const ECHO: &str = "params.h\n<<<<<<< SEARCH\nthe exact lines to find, copied from the file\n=======\nthe lines to put in their place\n>>>>>>> REPLACE\n";
+/// The parameter file sent back as it is (a 1.5B model's habit).
+const SAME: &str = "params.h\n```c\n#define PAD_PERMILLE 200\n```\nSUBMIT: tidier\n";
+const VALUES: &str = "PARAMS: {\"PAD_PERMILLE\": 0}\nSUBMIT: no padding\n";
+
+/// The last message of a request the model server saw.
+fn last_message(seen: &Seen) -> String {
+    let messages = seen.body["messages"].as_array().unwrap();
+    messages.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The run's one candidate is `VALUES`, submitted after `requests` requests, and not failed.
+fn values_submitted_after(env: &Env, requests: u64) {
+    let c = candidate(env);
+    assert_eq!(c["note"], "no padding", "{c}");
+    assert_eq!(c["model_requests"], requests, "{c}");
+    assert_ne!(c["verdict"], "failed", "{c}");
+}
 
 #[test]
 fn a_change_that_fails_gets_one_repair_with_its_error_and_then_is_submitted() {
@@ -31,8 +54,7 @@ fn a_change_that_fails_gets_one_repair_with_its_error_and_then_is_submitted() {
             .contains("to add a knob, declare it in params.h as `#define NAME VALUE // values:"),
         "{task_prompt}"
     );
-    let repair = seen[1].body["messages"].as_array().unwrap();
-    let last = repair.last().unwrap()["content"].as_str().unwrap();
+    let last = last_message(&seen[1]);
     assert!(last.contains("did not pass"), "{last}");
     assert!(last.contains("error"), "the build's error: {last}");
     assert!(
@@ -46,10 +68,19 @@ fn a_change_that_fails_gets_one_repair_with_its_error_and_then_is_submitted() {
     assert_ne!(c["verdict"], "failed", "it built and passed: {c}");
 }
 
+/// Takes spin's parameters away: its kernel and params.h stay, as files to edit.
+fn without_params(task: &std::path::Path) {
+    let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
+    let params = "[params]\nPAD_PERMILLE = [0, 25, 50, 100, 200]\n\n[params.render]\nfile = \"params.h\"\nformat = \"c-define\"\n\n";
+    assert!(toml.contains(params), "{toml}");
+    std::fs::write(task.join("task.toml"), toml.replace(params, "")).unwrap();
+}
+
 #[test]
 fn two_replies_without_a_passing_change_end_the_proposal() {
     let env = Env::new();
     let task = env.task("spin");
+    without_params(&task);
     // A reply cut at the cap before any change, then a change whose SEARCH is not in the file.
     let cut = ok(json!({
         "id": "chatcmpl-1", "object": "chat.completion", "model": "fake",
@@ -77,9 +108,8 @@ fn the_format_example_copied_back_is_named_as_such() {
     let env = Env::new();
     let task = env.task("spin");
     // A 0.5B model's habit: the prompt's example block, word for word.
-    let echo = "params.h\n<<<<<<< SEARCH\nthe exact lines to find, copied from the file\n=======\nthe lines to put in their place\n>>>>>>> REPLACE\n";
     let edit = "params.h\n<<<<<<< SEARCH\n#define PAD_PERMILLE 200\n=======\n#define PAD_PERMILLE 0\n>>>>>>> REPLACE\n";
-    let (url, fake) = serve(vec![text(echo), text(edit)]);
+    let (url, fake) = serve(vec![text(ECHO), text(edit)]);
     let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
     assert_eq!(report["candidates"], 1, "{report}");
     let seen = fake.seen.lock().unwrap();
@@ -162,8 +192,7 @@ fn a_branch_the_parameters_skip_is_shown_as_one_line_and_comes_back_whole() {
         task_prompt.contains("leave each of those lines"),
         "{task_prompt}"
     );
-    let repair = seen[1].body["messages"].as_array().unwrap();
-    let last = repair.last().unwrap()["content"].as_str().unwrap();
+    let last = last_message(&seen[1]);
     assert!(last.contains("is missing"), "{last}");
     drop(seen);
     let c = candidate(&env);
@@ -186,15 +215,12 @@ fn files_sent_back_unchanged_are_asked_once_more_for_a_real_change() {
     let env = Env::new();
     let task = env.task("spin");
     // A 1.5B model's habit: the editable file as it is, then (asked plainly) new values.
-    let same = "params.h\n```c\n#define PAD_PERMILLE 200\n```\nSUBMIT: tidier\n";
-    let values = "PARAMS: {\"PAD_PERMILLE\": 0}\nSUBMIT: no padding\n";
-    let (url, fake) = serve(vec![text(same), text(values)]);
+    let (url, fake) = serve(vec![text(SAME), text(VALUES)]);
     let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
     assert_eq!(report["candidates"], 1, "{report}");
     let seen = fake.seen.lock().unwrap();
     assert_eq!(seen.len(), 2);
-    let asked = seen[1].body["messages"].as_array().unwrap();
-    let last = asked.last().unwrap()["content"].as_str().unwrap();
+    let last = last_message(&seen[1]);
     assert!(
         last.contains("leaves the editable files exactly as they are"),
         "{last}"
@@ -216,9 +242,7 @@ fn files_sent_back_unchanged_twice_are_asked_for_parameter_values_alone() {
     let task = env.task("spin");
     // The habit rounds 14-16 saw: the file as it is, and again when asked plainly; then,
     // asked for values alone, values. Without the third request nothing was submitted.
-    let same = "params.h\n```c\n#define PAD_PERMILLE 200\n```\nSUBMIT: tidier\n";
-    let values = "PARAMS: {\"PAD_PERMILLE\": 0}\nSUBMIT: no padding\n";
-    let (url, fake) = serve(vec![text(same), text(same), text(values), text(same)]);
+    let (url, fake) = serve(vec![text(SAME), text(SAME), text(VALUES), text(SAME)]);
     let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
     assert_eq!(report["candidates"], 1, "{report}");
     let seen = fake.seen.lock().unwrap();
@@ -227,8 +251,7 @@ fn files_sent_back_unchanged_twice_are_asked_for_parameter_values_alone() {
         3,
         "the request, the plain one, the one for values"
     );
-    let asked = seen[2].body["messages"].as_array().unwrap();
-    let last = asked.last().unwrap()["content"].as_str().unwrap();
+    let last = last_message(&seen[2]);
     assert!(
         last.contains("left the files as they were, twice"),
         "{last}"
@@ -239,22 +262,15 @@ fn files_sent_back_unchanged_twice_are_asked_for_parameter_values_alone() {
     );
     assert!(last.contains("PARAMS: {\"PAD_PERMILLE\":200}"), "{last}");
     drop(seen);
-    let c = candidate(&env);
-    assert_eq!(c["note"], "no padding", "{c}");
-    assert_eq!(c["model_requests"], 3, "{c}");
-    assert_ne!(c["verdict"], "failed", "{c}");
+    values_submitted_after(&env, 3);
 }
 
 #[test]
 fn a_task_without_parameters_gets_no_third_request() {
     let env = Env::new();
     let task = env.task("spin");
-    let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
-    let params = "[params]\nPAD_PERMILLE = [0, 25, 50, 100, 200]\n\n[params.render]\nfile = \"params.h\"\nformat = \"c-define\"\n\n";
-    assert!(toml.contains(params), "{toml}");
-    std::fs::write(task.join("task.toml"), toml.replace(params, "")).unwrap();
-    let same = "params.h\n```c\n#define PAD_PERMILLE 200\n```\nSUBMIT: tidier\n";
-    let (url, fake) = serve(vec![text(same), text(same), text(same)]);
+    without_params(&task);
+    let (url, fake) = serve(vec![text(SAME), text(SAME), text(SAME)]);
     let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
     assert_eq!(report["accepted"], 0, "{report}");
     assert_eq!(
@@ -262,4 +278,76 @@ fn a_task_without_parameters_gets_no_third_request() {
         2,
         "the request and its repair"
     );
+}
+
+#[test]
+fn a_change_whose_repair_fails_too_gets_a_last_request_for_values_alone() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // The 0.5B model's habit (round 18): the format's example copied back, twice; asked for
+    // values alone, values. Without the last request nothing was submitted.
+    let (url, fake) = serve(vec![text(ECHO), text(ECHO), text(VALUES), text(ECHO)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 3, "the request, its repair, the one for values");
+    let last = last_message(&seen[2]);
+    assert!(last.contains("did not pass, nor its repair"), "{last}");
+    assert!(last.contains("the format's example"), "why: {last}");
+    assert!(
+        last.contains("PAD_PERMILLE in [0,"),
+        "the values allowed: {last}"
+    );
+    drop(seen);
+    values_submitted_after(&env, 3);
+}
+
+#[test]
+fn values_not_declared_get_one_repair_that_names_the_declared_ones() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // Round 19's habit: asked for values, values the task does not declare.
+    let undeclared = "PARAMS: {\"PAD_PERMILLE\": 1}\nSUBMIT: less padding\n";
+    let (url, fake) = serve(vec![text(ECHO), text(ECHO), text(undeclared), text(VALUES)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 4, "the request and its repair, twice");
+    let last = last_message(&seen[3]);
+    assert!(
+        last.contains("PAD_PERMILLE = 1 is not one of the declared values (0, 25, 50, 100, 200)"),
+        "{last}"
+    );
+    assert!(last.contains("PARAMS: {\"PAD_PERMILLE\":200}"), "{last}");
+    drop(seen);
+    values_submitted_after(&env, 4);
+}
+
+#[test]
+fn values_that_cannot_be_used_twice_end_the_proposal_without_a_submission() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let (url, fake) = serve(vec![
+        text(ECHO),
+        text(ECHO),
+        text("PARAMS: {PAD_PERMILLE: zero}\n"),
+        text("PARAMS: {\"PAD_PERMILLE\": 7}\n"),
+        text(ECHO),
+    ]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["accepted"], 0, "{report}");
+    assert_eq!(
+        fake.seen.lock().unwrap().len(),
+        4,
+        "two requests, a repair each"
+    );
+    let c = candidate(&env);
+    assert_eq!(c["verdict"], "failed", "{c}");
+    let note = c["note"].as_str().unwrap();
+    assert!(note.contains("the request for values alone"), "{note}");
+    assert!(
+        note.contains("PAD_PERMILLE = 7 is not one of the declared"),
+        "{note}"
+    );
+    assert_eq!(c["model_requests"], 4, "{c}");
 }

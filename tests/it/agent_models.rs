@@ -100,8 +100,9 @@ fn empty_replies_end_the_proposal_early_after_every_protocol() {
     let report = agent(&env, &url, &task, &[]);
     assert_eq!(report["candidates"], 1, "{report}");
     let seen = fake.seen.lock().unwrap();
-    // Two empty replies in tools, then the focused request and its repair; then it gives up.
-    assert_eq!(seen.len(), 4, "{} requests", seen.len());
+    // Two empty replies in tools, then the focused request and the request for values alone,
+    // each with its repair; then it gives up.
+    assert_eq!(seen.len(), 6, "{} requests", seen.len());
     drop(seen);
     let c = candidate(&env);
     assert_eq!(c["verdict"], "failed");
@@ -283,4 +284,33 @@ fn a_search_block_without_a_path_edits_the_one_editable_file_holding_its_text() 
     let c = candidate(&env);
     assert_eq!(c["note"], "no padding", "{c}");
     assert_ne!(c["verdict"], "failed", "{c}");
+}
+
+#[test]
+fn values_the_task_does_not_declare_are_refused_before_submission() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let (url, fake) = serve(vec![
+        tool(
+            "propose_params",
+            json!({ "params": { "PAD_PERMILLE": 7 }, "rationale": "less padding" }),
+        ),
+        tool(
+            "propose_params",
+            json!({ "params": { "PAD_PERMILLE": 0 }, "rationale": "no padding" }),
+        ),
+    ]);
+    let report = agent(&env, &url, &task, &[]);
+    assert_eq!(report["accepted"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert!(
+        tool_messages(&seen[1]).iter().any(|m| m.contains(
+            "those values cannot be used: PAD_PERMILLE = 7 is not one of the declared values (0, 25, 50, 100, 200)"
+        )),
+        "{:?}",
+        tool_messages(&seen[1])
+    );
+    drop(seen);
+    assert_eq!(candidate(&env)["note"], "no padding");
 }

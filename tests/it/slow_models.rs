@@ -164,8 +164,8 @@ fn the_same_whole_file_reply_again_is_nudged_then_falls_back_to_one_focused_repa
     let seen = fake.seen.lock().unwrap();
     assert_eq!(
         seen.len(),
-        5,
-        "built once, nudged once, then the focused request and its repair: {report}"
+        7,
+        "built once, nudged once, then the focused request and the one for values, a repair each: {report}"
     );
     let note = &env.json(&["query", "SELECT note FROM candidates"])[0]["note"];
     let note = note.as_str().unwrap();

@@ -2,7 +2,7 @@
 //! owns the files and the sandbox), the rendered prompts, the protocols, the limits, and the
 //! outcome of one proposal.
 
-use crate::{ProposedChange, Usage};
+use crate::{Params, ProposedChange, Usage};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -31,6 +31,9 @@ pub trait ToolHost: Send {
     async fn build_and_test(&mut self) -> BuildReport;
     /// Editable files that differ from the incumbent.
     fn changed_files(&self) -> BTreeMap<String, String>;
+    /// Why an assignment of the task's parameters is not one it allows (a value not declared,
+    /// a constraint broken), for the model to correct before anything is submitted.
+    fn check_params(&self, params: &Params) -> Result<(), String>;
     /// Every editable file with its current content (for a model that starts over in a new
     /// protocol), or `None` when they are too large to show whole.
     fn editable_files(&self) -> Option<BTreeMap<String, String>>;

@@ -37,9 +37,10 @@ struct Conversation<'a> {
     last_passing: Option<BTreeMap<String, String>>,
     /// The text of the last reply, to notice the same reply again.
     last_reply: Option<String>,
-    /// Replies taken in the focused protocol, which ends after `replies::FOCUSED_REPLIES`.
+    /// Replies taken in the focused protocol, which ends after `replies::FOCUSED_REPLIES` a
+    /// request.
     focused_replies: usize,
-    /// Whether the focused protocol's extra turn for parameter values alone was taken.
+    /// Whether the focused protocol's last request, for parameter values alone, was made.
     asked_for_params: bool,
     /// Why the conversation fell back to a simpler protocol, for the note it ends with.
     fell_back: Option<String>,
@@ -292,20 +293,32 @@ impl Conversation<'_> {
     fn react(&mut self, look: &Turn) -> Option<Outcome> {
         if self.protocol == Protocol::Focused {
             self.focused_replies += 1;
-            if self.focused_replies < replies::FOCUSED_REPLIES + usize::from(self.asked_for_params)
+            // Each request, for a change or for values, gets one repair.
+            if self.focused_replies
+                < replies::FOCUSED_REPLIES * (1 + usize::from(self.asked_for_params))
             {
                 return None;
             }
             let why = self.last_error.take().unwrap_or_default();
             let first = why.lines().next().unwrap_or_default();
+            // The change and its repair both failed: the last request is for values alone.
+            if self.ask_for_params(&format!(
+                "Your change did not pass, nor its repair: {first}"
+            )) {
+                self.last_error = Some(why);
+                return None;
+            }
             let before = self
                 .fell_back
                 .as_ref()
                 .map(|b| format!(", after falling back to it because {b}"))
                 .unwrap_or_default();
-            return Some(self.end(format!(
-                "no passing change from the focused request and its repair ({first}){before}"
-            )));
+            let asked = if self.asked_for_params {
+                "the focused request, its repair and the request for values alone"
+            } else {
+                "the focused request and its repair"
+            };
+            return Some(self.end(format!("no passing change from {asked} ({first}){before}")));
         }
         match self.watchdog.observe(look) {
             Action::Continue => None,

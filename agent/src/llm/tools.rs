@@ -228,10 +228,15 @@ pub async fn run_tool(host: &mut dyn ToolHost, call: &ToolCall, with_params: boo
         ("propose_params", true) => match args.get("params").and_then(Value::as_object) {
             Some(p) => {
                 let params: Params = p.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                return Step::Done(
-                    ProposedChange::Params(params),
-                    s("rationale").unwrap_or("").to_string(),
-                );
+                match host.check_params(&params) {
+                    Ok(()) => {
+                        return Step::Done(
+                            ProposedChange::Params(params),
+                            s("rationale").unwrap_or("").to_string(),
+                        );
+                    }
+                    Err(why) => Err(format!("those values cannot be used: {why}")),
+                }
             }
             None => Err("propose_params needs a params object".into()),
         },

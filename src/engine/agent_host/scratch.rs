@@ -6,6 +6,7 @@ use super::fold::Folds;
 use super::settings::AgentSettings;
 use crate::engine::evaluate::Harness;
 use crate::task::{Task, Workload};
+use agent::Params;
 use agent::llm::{BuildReport, ModelClient, ToolHost};
 use sandbox::{CancelFlag, FileTree, RelPath, Runner};
 use std::collections::BTreeMap;
@@ -35,6 +36,9 @@ pub(super) struct Shared {
 /// The scratch tree one conversation edits.
 pub(super) struct Scratch {
     pub shared: Arc<Shared>,
+    /// The incumbent's tree, whose parameter space (knobs it added included) an assignment
+    /// is checked against.
+    pub incumbent: FileTree,
     pub tree: FileTree,
     pub original: BTreeMap<String, String>,
     pub process_time: Duration,
@@ -131,6 +135,11 @@ impl ToolHost for Scratch {
                 text: trim_feedback(&e),
             },
         }
+    }
+
+    fn check_params(&self, params: &Params) -> Result<(), String> {
+        let space = self.shared.task.space_of(&self.incumbent)?;
+        space.invalid(params).map_or(Ok(()), Err)
     }
 
     fn is_editable(&self, path: &str) -> bool {

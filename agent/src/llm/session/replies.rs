@@ -13,7 +13,8 @@ use serde_json::json;
 /// What a SEARCH half copied from the format's example gets back.
 const EXAMPLE_SEARCH: &str = "that SEARCH half is the format's example, not lines of the file: copy the exact lines to change from the file shown above";
 
-/// Replies the focused protocol takes: the change, and one repair of it.
+/// Replies the focused protocol takes for one request: the answer, and one repair of it. A
+/// proposal makes one request, or two on a task with parameters (the second for values alone).
 pub(super) const FOCUSED_REPLIES: usize = 2;
 
 impl Conversation<'_> {
@@ -62,12 +63,19 @@ impl Conversation<'_> {
         (changed, notes)
     }
 
-    /// A `PARAMS:` line, for a task with parameters: the assignment to submit, or why not.
+    /// A `PARAMS:` line, for a task with parameters: the assignment to submit, or why not (it
+    /// does not parse, or the task does not allow it).
     fn params_in(&self, parsed: &TextReply) -> Option<Result<Params, String>> {
         let json = parsed.params.as_deref().filter(|_| self.with_params)?;
         Some(
             serde_json::from_str::<Params>(json)
-                .map_err(|e| format!("PARAMS is not a JSON object of values: {e}")),
+                .map_err(|e| format!("PARAMS is not a JSON object of values: {e}"))
+                .and_then(|p| {
+                    self.host
+                        .check_params(&p)
+                        .map(|()| p)
+                        .map_err(|e| format!("those values cannot be used: {e}"))
+                }),
         )
     }
 
@@ -148,6 +156,19 @@ impl Conversation<'_> {
         None
     }
 
+    /// On a task with parameters, once per proposal: one request more, for new parameter values
+    /// alone (the simplest answer there is; the search's knobs are the model's to set), saying
+    /// `why` first. Whether it was asked.
+    pub(super) fn ask_for_params(&mut self, why: &str) -> bool {
+        if !self.with_params || self.asked_for_params {
+            return false;
+        }
+        self.asked_for_params = true;
+        let m = self.prompts.params_only.replace("{{why}}", why);
+        self.messages.push(json!({ "role": "user", "content": m }));
+        true
+    }
+
     /// A focused-protocol reply: its change is applied, built and tested at once, and submitted
     /// when it passes; otherwise the model gets the error and the files as they are now, for
     /// its one repair. The watchdog is not consulted: the protocol's two replies are its limit.
@@ -161,6 +182,16 @@ impl Conversation<'_> {
         let mut notes = parsed.malformed.clone();
         match self.params_in(&parsed) {
             Some(Ok(p)) => return TurnResult::Submitted(ProposedChange::Params(p), rationale),
+            // Values asked for that cannot be used: their repair is the same request, with why.
+            Some(Err(e)) if self.asked_for_params => {
+                let m = self
+                    .prompts
+                    .params_only
+                    .replace("{{why}}", &format!("{e}."));
+                self.last_error = Some(e);
+                self.messages.push(json!({ "role": "user", "content": m }));
+                return TurnResult::Looked(Turn::Progress);
+            }
             Some(Err(e)) => notes.push(e),
             None => {}
         }
@@ -175,19 +206,15 @@ impl Conversation<'_> {
         let files = self.host.changed_files();
         if notes.is_empty() && files.is_empty() {
             // The files sent back as they are (or edits that change nothing): not an error to
-            // repair but no change at all, which is asked for once more in plain words. Twice
-            // in a row, on a task with parameters: one turn more, for new values alone (the
-            // simplest answer there is; the search's knobs are the model's to set).
+            // repair but no change at all, which is asked for once more in plain words; twice in
+            // a row, for new values alone.
             let why = "your answer leaves the files as they were".to_string();
             let again = self.last_error.as_deref() == Some(why.as_str());
             self.last_error = Some(why);
-            let m = if again && self.with_params && !self.asked_for_params {
-                self.asked_for_params = true;
-                self.prompts.params_only.clone()
-            } else {
-                self.prompts.unchanged.clone()
-            };
-            self.messages.push(json!({ "role": "user", "content": m }));
+            if !(again && self.ask_for_params("Your answers left the files as they were, twice.")) {
+                let m = self.prompts.unchanged.clone();
+                self.messages.push(json!({ "role": "user", "content": m }));
+            }
             return TurnResult::Looked(Turn::Progress);
         }
         if notes.is_empty() {
