@@ -135,3 +135,29 @@ fn the_cuda_task_compiles_with_nvcc() {
     .unwrap();
     make(&task);
 }
+
+/// The decode landscape recorded on an H200 replays anywhere: a simulated run needs neither a GPU
+/// nor nvcc (nothing is built), and the cache still matches the task's harness files.
+#[test]
+fn the_gpu_landscape_replays_on_a_machine_without_a_gpu() {
+    let env = Env::new();
+    let task = env.task("add-rmsnorm-cuda");
+    let cache = crate::common::repo().join("benches/data/add-rmsnorm-cuda-decode-h200.json");
+    let report = env.run(
+        &task,
+        &[
+            "--simulate",
+            cache.to_str().unwrap(),
+            "--budget",
+            "30",
+            "--seed",
+            "1",
+        ],
+    );
+    assert_eq!(report["candidates"], 30, "{report}");
+    assert!(report["simulation"].is_string(), "{report}");
+    assert!(
+        report["best_entry"].is_number(),
+        "nothing accepted in {report}"
+    );
+}

@@ -285,3 +285,24 @@ fn a_simulated_run_keeps_to_its_own_store_and_says_so_wherever_it_is_read() {
         "{log}"
     );
 }
+
+#[test]
+fn a_cache_names_the_gpus_it_was_recorded_with() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let path = env.path_with_fake("nvidia-smi", "echo 'NVIDIA H200, 580.159.04'");
+    let cache = env.path().join("spin-cache.json");
+    env.cmd()
+        .env("PATH", &path)
+        .args(["record", task.to_str().unwrap(), "--samples", "1", "--out"])
+        .arg(&cache)
+        .assert()
+        .success();
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    let machine = c["machine"].as_str().unwrap();
+    assert!(
+        machine.contains(" cores; NVIDIA H200, 580.159.04"),
+        "{machine}"
+    );
+}

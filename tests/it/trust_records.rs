@@ -47,13 +47,7 @@ fn query_refuses_every_statement_that_can_write() {
 fn a_hung_context_probe_is_named_and_stops_the_command() {
     let env = Env::new();
     let task = env.task("spin");
-    let bin = env.path().join("fakebin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let fake = bin.join("nvidia-smi");
-    std::fs::write(&fake, "#!/bin/sh\nexec sleep 987652\n").unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let path = env.path_with_fake("nvidia-smi", "exec sleep 987652");
     let started = Instant::now();
     env.cmd()
         .env("PATH", &path)

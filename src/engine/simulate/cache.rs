@@ -66,7 +66,8 @@ pub struct Cache {
     pub format: u32,
     pub task: String,
     pub metric: String,
-    /// The machine it was recorded on (`cpu_model, cores`), for people.
+    /// The machine it was recorded on (`cpu_model, cores`, then its GPUs as `nvidia-smi` names
+    /// them, if any), for people.
     pub machine: String,
     pub workload: String,
     pub workload_sha256: String,
@@ -83,7 +84,10 @@ impl Cache {
             format: CACHE_FORMAT,
             task: r.task.name.clone(),
             metric: r.task.metric.name.clone(),
-            machine: format!("{}, {} cores", f.cpu_model, f.cpu_cores),
+            machine: std::iter::once(format!("{}, {} cores", f.cpu_model, f.cpu_cores))
+                .chain(f.gpus.iter().cloned())
+                .collect::<Vec<_>>()
+                .join("; "),
             workload: f.workload.clone(),
             workload_sha256: f.workload_sha256.clone(),
             harness_sha256: f.harness_sha256.clone(),

@@ -43,6 +43,18 @@ pub fn repo() -> PathBuf {
 }
 
 impl Env {
+    /// A PATH with a directory of this env's first, holding an executable `name` that runs
+    /// `script` (a shell script) in place of the real tool.
+    pub fn path_with_fake(&self, name: &str, script: &str) -> String {
+        use std::os::unix::fs::PermissionsExt as _;
+        let bin = self.path().join("fakebin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let tool = bin.join(name);
+        std::fs::write(&tool, format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
+    }
+
     pub fn new() -> Env {
         Env {
             dir: tempfile::tempdir().unwrap(),
