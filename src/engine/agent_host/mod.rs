@@ -59,7 +59,7 @@ async fn converse(
     }
     let mut scratch = Scratch {
         shared: Arc::clone(&shared),
-        incumbent: tree.clone(),
+        space: shared.task.space_of(&tree),
         tree,
         original: ctx.incumbent_files.clone(),
         process_time: Duration::ZERO,

@@ -6,8 +6,8 @@ use super::fold::Folds;
 use super::settings::AgentSettings;
 use crate::engine::evaluate::Harness;
 use crate::task::{Task, Workload};
-use agent::Params;
 use agent::llm::{BuildReport, ModelClient, ToolHost};
+use agent::{ParamSpace, Params};
 use sandbox::{CancelFlag, FileTree, RelPath, Runner};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,9 +36,9 @@ pub(super) struct Shared {
 /// The scratch tree one conversation edits.
 pub(super) struct Scratch {
     pub shared: Arc<Shared>,
-    /// The incumbent's tree, whose parameter space (knobs it added included) an assignment
-    /// is checked against.
-    pub incumbent: FileTree,
+    /// The incumbent's parameter space (knobs it added included), which an assignment is
+    /// checked against; why there is none, for a task without `[params]`.
+    pub space: Result<ParamSpace, String>,
     pub tree: FileTree,
     pub original: BTreeMap<String, String>,
     pub process_time: Duration,
@@ -138,7 +138,7 @@ impl ToolHost for Scratch {
     }
 
     fn check_params(&self, params: &Params) -> Result<(), String> {
-        let space = self.shared.task.space_of(&self.incumbent)?;
+        let space = self.space.as_ref().map_err(Clone::clone)?;
         space.invalid(params).map_or(Ok(()), Err)
     }
 
