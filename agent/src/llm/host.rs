@@ -58,8 +58,8 @@ pub struct Prompts {
     pub repair: String,
     /// Its repair turn when the reply changed nothing: asks for one real change.
     pub unchanged: String,
-    /// Its last turn, for a task with parameters, when the reply changed nothing again: asks
-    /// for new parameter values alone.
+    /// Its last request, for a task with parameters, after two replies that changed nothing or
+    /// a change whose repair failed: new parameter values alone, `{{why}}` filled in when sent.
     pub params_only: String,
 }
 

@@ -42,6 +42,13 @@ pub fn resolve_path(host: &dyn ToolHost, path: &str) -> String {
     }
 }
 
+/// `params` if the task allows them, or why not, in the words every protocol sends back.
+pub fn usable_params(host: &dyn ToolHost, params: Params) -> Result<Params, String> {
+    host.check_params(&params)
+        .map(|()| params)
+        .map_err(|e| format!("those values cannot be used: {e}"))
+}
+
 pub fn tool_specs(with_params: bool) -> Value {
     let f = |name: &str, desc: &str, params: Value| json!({ "type": "function", "function": { "name": name, "description": desc, "parameters": params } });
     let none = json!({ "type": "object", "properties": {} });
@@ -228,14 +235,14 @@ pub async fn run_tool(host: &mut dyn ToolHost, call: &ToolCall, with_params: boo
         ("propose_params", true) => match args.get("params").and_then(Value::as_object) {
             Some(p) => {
                 let params: Params = p.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                match host.check_params(&params) {
-                    Ok(()) => {
+                match usable_params(host, params) {
+                    Ok(params) => {
                         return Step::Done(
                             ProposedChange::Params(params),
                             s("rationale").unwrap_or("").to_string(),
                         );
                     }
-                    Err(why) => Err(format!("those values cannot be used: {why}")),
+                    Err(why) => Err(why),
                 }
             }
             None => Err("propose_params needs a params object".into()),

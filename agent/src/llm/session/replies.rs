@@ -5,7 +5,7 @@ use super::{Conversation, TurnResult};
 use crate::llm::client::Cut;
 use crate::llm::edits::{TextEdit, TextReply, parse_reply_in};
 use crate::llm::host::Protocol;
-use crate::llm::tools::{replace_once, resolve_path};
+use crate::llm::tools::{replace_once, resolve_path, usable_params};
 use crate::llm::watchdog::{self, Turn};
 use crate::{Params, ProposedChange};
 use serde_json::json;
@@ -70,12 +70,7 @@ impl Conversation<'_> {
         Some(
             serde_json::from_str::<Params>(json)
                 .map_err(|e| format!("PARAMS is not a JSON object of values: {e}"))
-                .and_then(|p| {
-                    self.host
-                        .check_params(&p)
-                        .map(|()| p)
-                        .map_err(|e| format!("those values cannot be used: {e}"))
-                }),
+                .and_then(|p| usable_params(self.host, p)),
         )
     }
 
@@ -164,9 +159,15 @@ impl Conversation<'_> {
             return false;
         }
         self.asked_for_params = true;
+        self.request_values(why);
+        true
+    }
+
+    /// Sends the request for parameter values alone, `why` first: as the last request, and
+    /// again as that request's repair.
+    fn request_values(&mut self, why: &str) {
         let m = self.prompts.params_only.replace("{{why}}", why);
         self.messages.push(json!({ "role": "user", "content": m }));
-        true
     }
 
     /// A focused-protocol reply: its change is applied, built and tested at once, and submitted
@@ -184,12 +185,8 @@ impl Conversation<'_> {
             Some(Ok(p)) => return TurnResult::Submitted(ProposedChange::Params(p), rationale),
             // Values asked for that cannot be used: their repair is the same request, with why.
             Some(Err(e)) if self.asked_for_params => {
-                let m = self
-                    .prompts
-                    .params_only
-                    .replace("{{why}}", &format!("{e}."));
+                self.request_values(&format!("{e}."));
                 self.last_error = Some(e);
-                self.messages.push(json!({ "role": "user", "content": m }));
                 return TurnResult::Looked(Turn::Progress);
             }
             Some(Err(e)) => notes.push(e),
