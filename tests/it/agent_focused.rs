@@ -4,7 +4,7 @@
 //! or a change whose repair failed too.
 
 use crate::common::Env;
-use crate::common::model_server::{Seen, agent_run, ok, serve, text};
+use crate::common::model_server::{Seen, Turn, agent_run, ok, serve, text};
 use serde_json::{Value, json};
 
 fn candidate(env: &Env) -> Value {
@@ -350,4 +350,100 @@ fn values_that_cannot_be_used_twice_end_the_proposal_without_a_submission() {
         "{note}"
     );
     assert_eq!(c["model_requests"], 4, "{c}");
+}
+
+#[test]
+fn the_request_for_values_holds_the_reply_to_the_declared_values() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // A server that constrains decoding to the schema answers with the object alone.
+    let (url, fake) = serve(vec![text(ECHO), text(ECHO), text("{\"PAD_PERMILLE\": 0}")]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 3, "the request, its repair, the one for values");
+    for s in &seen[..2] {
+        assert!(s.body.get("response_format").is_none(), "{}", s.body);
+    }
+    let format = &seen[2].body["response_format"];
+    assert_eq!(format["type"], "json_schema", "{format}");
+    let schema = &format["json_schema"]["schema"];
+    assert_eq!(
+        schema["properties"]["PAD_PERMILLE"]["enum"],
+        json!([0, 25, 50, 100, 200]),
+        "{schema}"
+    );
+    assert_eq!(schema["required"], json!(["PAD_PERMILLE"]), "{schema}");
+    drop(seen);
+    let c = candidate(&env);
+    assert_eq!(
+        c["note"], "values the model chose, with no rationale",
+        "{c}"
+    );
+    assert_eq!(c["model_requests"], 3, "{c}");
+    assert_ne!(c["verdict"], "failed", "{c}");
+}
+
+#[test]
+fn a_server_that_refuses_response_format_is_asked_again_without_it() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let refused = Turn {
+        status: 400,
+        headers: vec![],
+        body: json!({ "error": { "message": "Unrecognized request argument supplied: response_format", "type": "invalid_request_error" } }).to_string(),
+        delay: std::time::Duration::ZERO,
+    };
+    let (url, fake) = serve(vec![text(ECHO), text(ECHO), refused, text(VALUES)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(
+        seen.len(),
+        4,
+        "the request for values twice, the second without a schema"
+    );
+    assert!(seen[2].body.get("response_format").is_some());
+    assert!(
+        seen[3].body.get("response_format").is_none(),
+        "{}",
+        seen[3].body
+    );
+    assert_eq!(seen[2].body["messages"], seen[3].body["messages"]);
+    drop(seen);
+    values_submitted_after(&env, 4);
+}
+
+#[test]
+fn files_sent_back_unchanged_after_the_request_for_values_get_that_request_again() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let (url, fake) = serve(vec![text(ECHO), text(ECHO), text(SAME), text(VALUES)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 4, "the request and its repair, twice");
+    let last = last_message(&seen[3]);
+    assert!(last.contains("values alone, please"), "{last}");
+    assert!(last.contains("PAD_PERMILLE in [0,"), "{last}");
+    assert!(seen[3].body.get("response_format").is_some());
+    drop(seen);
+    values_submitted_after(&env, 4);
+}
+
+#[test]
+fn the_current_values_sent_back_are_refused_before_submission() {
+    let env = Env::new();
+    let task = env.task("spin");
+    // Held to the declared values, a small model copies the example: the incumbent's own.
+    let current = "{\"PAD_PERMILLE\": 200}";
+    let (url, fake) = serve(vec![text(ECHO), text(ECHO), text(current), text(VALUES)]);
+    let report = agent_run(&env, &url, &task, &["--agent-protocol", "focused"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 4, "the request and its repair, twice");
+    let last = last_message(&seen[3]);
+    assert!(last.contains("they are the current values"), "{last}");
+    drop(seen);
+    values_submitted_after(&env, 4);
 }

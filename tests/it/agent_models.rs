@@ -304,6 +304,19 @@ fn values_the_task_does_not_declare_are_refused_before_submission() {
     assert_eq!(report["accepted"], 1, "{report}");
     let seen = fake.seen.lock().unwrap();
     assert_eq!(seen.len(), 2);
+    // The tool declares the values too, for a server that holds tool calls to their schema.
+    let propose = seen[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "propose_params")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        propose["function"]["parameters"]["properties"]["params"]["properties"]["PAD_PERMILLE"]["enum"],
+        json!([0, 25, 50, 100, 200]),
+        "{propose}"
+    );
     assert!(
         tool_messages(&seen[1]).iter().any(|m| m.contains(
             "those values cannot be used: PAD_PERMILLE = 7 is not one of the declared values (0, 25, 50, 100, 200)"

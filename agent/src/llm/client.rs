@@ -98,6 +98,9 @@ pub struct ModelClient {
     prompt_speed: std::sync::Mutex<Option<f64>>,
     /// Set once the server turned out to have no `/tokenize`.
     no_tokenize: std::sync::atomic::AtomicBool,
+    /// Set once the server refused a request for its `response_format`: later requests go
+    /// without one, their answers checked as before.
+    no_schemas: std::sync::atomic::AtomicBool,
 }
 
 /// How long a token count may take before the estimate is used instead.
@@ -158,6 +161,7 @@ impl ModelClient {
             model: model.to_string(),
             prompt_speed: std::sync::Mutex::new(None),
             no_tokenize: std::sync::atomic::AtomicBool::new(false),
+            no_schemas: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -236,6 +240,9 @@ impl ModelClient {
         body["model"] = Value::from(self.model.clone());
         body["stream"] = Value::from(true);
         body["stream_options"] = serde_json::json!({ "include_usage": true });
+        if self.no_schemas.load(std::sync::atomic::Ordering::Relaxed) {
+            drop_schema(&mut body);
+        }
         let url = format!("{}/chat/completions", self.base_url);
         let started = Instant::now();
         let mut last = String::new();
@@ -283,6 +290,15 @@ impl ModelClient {
                         return Err(ModelError::ContextLength(msg));
                     }
                     if code != 429 && code < 500 {
+                        // A server that takes no `response_format` (or not this one) says so
+                        // with a 400 or 422: asked again at once without it.
+                        if drop_schema(&mut body) {
+                            tracing::warn!(code, error = %msg, "the model server refused response_format; asking without it");
+                            self.no_schemas
+                                .store(true, std::sync::atomic::Ordering::Relaxed);
+                            last = format!("{code}: {msg}");
+                            continue;
+                        }
                         return Err(ModelError::Refused(format!("{code}: {msg}")));
                     }
                     if let Some(s) = retry_after {
@@ -313,6 +329,13 @@ impl ModelClient {
             last,
         })
     }
+}
+
+/// Takes `response_format` out of a request body; whether it had one.
+fn drop_schema(body: &mut Value) -> bool {
+    body.as_object_mut()
+        .and_then(|o| o.remove("response_format"))
+        .is_some()
 }
 
 fn truncate(s: &str, n: usize) -> String {

@@ -2,7 +2,7 @@
 //! owns the files and the sandbox), the rendered prompts, the protocols, the limits, and the
 //! outcome of one proposal.
 
-use crate::{Params, ProposedChange, Usage};
+use crate::{ParamSpace, Params, ProposedChange, Usage};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -32,8 +32,12 @@ pub trait ToolHost: Send {
     /// Editable files that differ from the incumbent.
     fn changed_files(&self) -> BTreeMap<String, String>;
     /// Why an assignment of the task's parameters is not one it allows (a value not declared,
-    /// a constraint broken), for the model to correct before anything is submitted.
+    /// a constraint broken) or no change (the incumbent's own), for the model to correct
+    /// before anything is submitted.
     fn check_params(&self, params: &Params) -> Result<(), String>;
+    /// The incumbent's parameter space, `None` for a task without parameters (or one whose
+    /// space could not be read, which `check_params` then says).
+    fn param_space(&self) -> Option<&ParamSpace>;
     /// Every editable file with its current content (for a model that starts over in a new
     /// protocol), or `None` when they are too large to show whole.
     fn editable_files(&self) -> Option<BTreeMap<String, String>>;

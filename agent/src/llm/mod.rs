@@ -8,6 +8,7 @@ mod host;
 mod session;
 mod stream;
 mod tools;
+mod values;
 mod watchdog;
 mod window;
 

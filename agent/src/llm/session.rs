@@ -10,7 +10,7 @@ use super::emitted::calls_in_text;
 use super::host::{Cancel, Limits, Outcome, Prompts, Protocol, ToolHost};
 use super::tools::{Step, run_tool, tool_names, tool_specs};
 use super::watchdog::{self, Action, Turn, Watchdog};
-use super::window;
+use super::{values, window};
 use crate::{ProposedChange, Usage};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -42,6 +42,8 @@ struct Conversation<'a> {
     focused_replies: usize,
     /// Whether the focused protocol's last request, for parameter values alone, was made.
     asked_for_params: bool,
+    /// The values the task declares, as a JSON schema, on a task with parameters.
+    values_schema: Option<Value>,
     /// Why the conversation fell back to a simpler protocol, for the note it ends with.
     fell_back: Option<String>,
 }
@@ -147,8 +149,17 @@ impl Conversation<'_> {
             body["max_tokens"] = json!(n);
         }
         if self.protocol == Protocol::Tools {
-            body["tools"] = tool_specs(self.with_params);
+            body["tools"] = tool_specs(self.with_params, self.values_schema.as_ref());
             body["tool_choice"] = json!("auto");
+        }
+        // The request for values alone, and its repair: a server that constrains decoding
+        // answers with declared values only.
+        if let Some(schema) = self
+            .values_schema
+            .as_ref()
+            .filter(|_| self.asked_for_params)
+        {
+            body["response_format"] = values::response_format(schema);
         }
         self.fit(&body).await;
         body["messages"] = json!(self.messages);
@@ -381,8 +392,12 @@ pub async fn propose(
         last_reply: None,
         focused_replies: 0,
         asked_for_params: false,
+        values_schema: None,
         fell_back: None,
     };
+    c.values_schema = with_params
+        .then(|| c.host.param_space().map(values::schema))
+        .flatten();
     c.messages = vec![
         json!({ "role": "system", "content": c.system() }),
         json!({ "role": "user", "content": prompts.task }),

@@ -49,7 +49,8 @@ pub fn usable_params(host: &dyn ToolHost, params: Params) -> Result<Params, Stri
         .map_err(|e| format!("those values cannot be used: {e}"))
 }
 
-pub fn tool_specs(with_params: bool) -> Value {
+/// The tools' declarations; with parameters, `propose_params` takes the values `schema` allows.
+pub fn tool_specs(with_params: bool, schema: Option<&Value>) -> Value {
     let f = |name: &str, desc: &str, params: Value| json!({ "type": "function", "function": { "name": name, "description": desc, "parameters": params } });
     let none = json!({ "type": "object", "properties": {} });
     let mut tools = vec![
@@ -85,10 +86,13 @@ pub fn tool_specs(with_params: bool) -> Value {
         ),
     ];
     if with_params {
+        let params = schema
+            .cloned()
+            .unwrap_or_else(|| json!({ "type": "object" }));
         tools.push(f(
             "propose_params",
             "Propose a full parameter assignment instead of editing code.",
-            json!({ "type": "object", "properties": { "params": { "type": "object" }, "rationale": { "type": "string" } }, "required": ["params"] }),
+            json!({ "type": "object", "properties": { "params": params, "rationale": { "type": "string" } }, "required": ["params"] }),
         ));
     }
     Value::Array(tools)

@@ -60,6 +60,7 @@ async fn converse(
     let mut scratch = Scratch {
         shared: Arc::clone(&shared),
         space: shared.task.space_of(&tree),
+        current: ctx.incumbent_params.clone(),
         tree,
         original: ctx.incumbent_files.clone(),
         process_time: Duration::ZERO,

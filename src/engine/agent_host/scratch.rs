@@ -39,6 +39,8 @@ pub(super) struct Scratch {
     /// The incumbent's parameter space (knobs it added included), which an assignment is
     /// checked against; why there is none, for a task without `[params]`.
     pub space: Result<ParamSpace, String>,
+    /// The incumbent's assignment: proposed again, it would be no change at all.
+    pub current: Option<Params>,
     pub tree: FileTree,
     pub original: BTreeMap<String, String>,
     pub process_time: Duration,
@@ -139,7 +141,14 @@ impl ToolHost for Scratch {
 
     fn check_params(&self, params: &Params) -> Result<(), String> {
         let space = self.space.as_ref().map_err(Clone::clone)?;
+        if self.current.as_ref() == Some(params) {
+            return Err("they are the current values: change at least one of them".into());
+        }
         space.invalid(params).map_or(Ok(()), Err)
+    }
+
+    fn param_space(&self) -> Option<&ParamSpace> {
+        self.space.as_ref().ok()
     }
 
     fn is_editable(&self, path: &str) -> bool {

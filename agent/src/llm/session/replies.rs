@@ -6,6 +6,7 @@ use crate::llm::client::Cut;
 use crate::llm::edits::{TextEdit, TextReply, parse_reply_in};
 use crate::llm::host::Protocol;
 use crate::llm::tools::{replace_once, resolve_path, usable_params};
+use crate::llm::values;
 use crate::llm::watchdog::{self, Turn};
 use crate::{Params, ProposedChange};
 use serde_json::json;
@@ -63,10 +64,10 @@ impl Conversation<'_> {
         (changed, notes)
     }
 
-    /// A `PARAMS:` line, for a task with parameters: the assignment to submit, or why not (it
-    /// does not parse, or the task does not allow it).
-    fn params_in(&self, parsed: &TextReply) -> Option<Result<Params, String>> {
-        let json = parsed.params.as_deref().filter(|_| self.with_params)?;
+    /// Values in JSON (a `PARAMS:` line's), for a task with parameters: the assignment to
+    /// submit, or why not (it does not parse, or the task does not allow it).
+    fn params_in(&self, json: Option<&str>) -> Option<Result<Params, String>> {
+        let json = json.filter(|_| self.with_params)?;
         Some(
             serde_json::from_str::<Params>(json)
                 .map_err(|e| format!("PARAMS is not a JSON object of values: {e}"))
@@ -81,7 +82,7 @@ impl Conversation<'_> {
         let mut notes = parsed.malformed.clone();
         let (changed, failed) = self.apply_edits(&parsed.edits);
         notes.extend(failed);
-        match self.params_in(&parsed) {
+        match self.params_in(parsed.params.as_deref()) {
             Some(Ok(p)) => {
                 return TurnResult::Submitted(
                     ProposedChange::Params(p),
@@ -175,14 +176,19 @@ impl Conversation<'_> {
     /// its one repair. The watchdog is not consulted: the protocol's two replies are its limit.
     pub(super) async fn handle_focused(&mut self, reply: &str, cut: Option<Cut>) -> TurnResult {
         let parsed = self.parse(reply);
-        let rationale = parsed
-            .submit
-            .clone()
-            .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| "submitted by polymorph: the change built and passed".into());
+        let given = parsed.submit.clone().filter(|s| !s.trim().is_empty());
         let mut notes = parsed.malformed.clone();
-        match self.params_in(&parsed) {
-            Some(Ok(p)) => return TurnResult::Submitted(ProposedChange::Params(p), rationale),
+        // Asked for values, a reply may be their JSON object alone: what a server that
+        // constrains decoding to the schema sends.
+        let bare = (self.asked_for_params && parsed.params.is_none())
+            .then(|| values::bare_object(reply))
+            .flatten();
+        match self.params_in(parsed.params.as_deref().or(bare.as_deref())) {
+            Some(Ok(p)) => {
+                let why =
+                    given.unwrap_or_else(|| "values the model chose, with no rationale".into());
+                return TurnResult::Submitted(ProposedChange::Params(p), why);
+            }
             // Values asked for that cannot be used: their repair is the same request, with why.
             Some(Err(e)) if self.asked_for_params => {
                 self.request_values(&format!("{e}."));
@@ -204,11 +210,17 @@ impl Conversation<'_> {
         if notes.is_empty() && files.is_empty() {
             // The files sent back as they are (or edits that change nothing): not an error to
             // repair but no change at all, which is asked for once more in plain words; twice in
-            // a row, for new values alone.
+            // a row, for new values alone. Asked for values already, that request is its repair.
             let why = "your answer leaves the files as they were".to_string();
             let again = self.last_error.as_deref() == Some(why.as_str());
             self.last_error = Some(why);
-            if !(again && self.ask_for_params("Your answers left the files as they were, twice.")) {
+            if self.asked_for_params {
+                self.request_values(
+                    "Your answer left the files as they were: values alone, please.",
+                );
+            } else if !(again
+                && self.ask_for_params("Your answers left the files as they were, twice."))
+            {
                 let m = self.prompts.unchanged.clone();
                 self.messages.push(json!({ "role": "user", "content": m }));
             }
@@ -218,7 +230,10 @@ impl Conversation<'_> {
             let report = self.host.build_and_test().await;
             if report.passed {
                 self.last_passing = Some(files.clone());
-                return TurnResult::Submitted(ProposedChange::Files(files), rationale);
+                let why = given.unwrap_or_else(|| {
+                    "submitted by polymorph: the change built and passed".into()
+                });
+                return TurnResult::Submitted(ProposedChange::Files(files), why);
             }
             notes.push(report.text);
         }

@@ -1,0 +1,86 @@
+//! Parameter values as a JSON schema: each knob one of its declared values. Sent with the
+//! request for values alone as `response_format`, so that a server which constrains decoding to
+//! a schema (llama.cpp, Ollama, vLLM, SGLang, OpenAI, Together) cannot let a model answer with
+//! values the task does not declare; and read back from a reply that is that JSON object alone.
+
+use crate::ParamSpace;
+use serde_json::{Value, json};
+
+/// An object with every parameter, each one of its declared values, and nothing else.
+/// Constraints between parameters cannot be written this way; they are checked on the answer.
+pub fn schema(space: &ParamSpace) -> Value {
+    let properties: serde_json::Map<String, Value> = space
+        .values
+        .iter()
+        .map(|(k, allowed)| (k.clone(), json!({ "enum": allowed })))
+        .collect();
+    let required: Vec<&String> = space.values.keys().collect();
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// The `response_format` of a request whose reply must match `schema` (OpenAI's structured
+/// outputs, which the other servers named above read the same way).
+pub fn response_format(schema: &Value) -> Value {
+    json!({
+        "type": "json_schema",
+        "json_schema": { "name": "parameter_values", "strict": true, "schema": schema },
+    })
+}
+
+/// The JSON object a reply consists of, alone or in one fenced block: what a server that
+/// honoured the schema sends back. `None` for anything else (prose, a `PARAMS:` line).
+pub fn bare_object(reply: &str) -> Option<String> {
+    let mut text = reply.trim();
+    if let Some(fenced) = text.strip_prefix("```") {
+        let body = fenced.split_once('\n')?.1;
+        text = body.trim_end().strip_suffix("```")?.trim();
+    }
+    let value: Value = serde_json::from_str(text).ok()?;
+    value.is_object().then(|| text.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn space() -> ParamSpace {
+        let values = BTreeMap::from([
+            ("BLOCK".to_string(), vec![json!(64), json!(128)]),
+            ("ORDER".to_string(), vec![json!("ij"), json!("ji")]),
+        ]);
+        let constraints = BTreeMap::from([("fits".to_string(), "BLOCK <= 128".to_string())]);
+        ParamSpace::new(values, &constraints).unwrap()
+    }
+
+    #[test]
+    fn the_schema_lists_every_declared_value_and_requires_every_knob() {
+        let s = schema(&space());
+        assert_eq!(s["properties"]["BLOCK"]["enum"], json!([64, 128]));
+        assert_eq!(s["properties"]["ORDER"]["enum"], json!(["ij", "ji"]));
+        assert_eq!(s["required"], json!(["BLOCK", "ORDER"]));
+        assert_eq!(s["additionalProperties"], json!(false));
+        let f = response_format(&s);
+        assert_eq!(f["type"], "json_schema");
+        assert_eq!(f["json_schema"]["schema"], s);
+    }
+
+    #[test]
+    fn a_reply_that_is_one_object_is_read_alone_or_fenced() {
+        let obj = r#"{"BLOCK": 64, "ORDER": "ji"}"#;
+        assert_eq!(bare_object(obj).as_deref(), Some(obj));
+        assert_eq!(bare_object(&format!("\n{obj}\n")).as_deref(), Some(obj));
+        assert_eq!(
+            bare_object(&format!("```json\n{obj}\n```")).as_deref(),
+            Some(obj)
+        );
+        assert_eq!(bare_object(&format!("PARAMS: {obj}")), None);
+        assert_eq!(bare_object("[1, 2]"), None);
+        assert_eq!(bare_object("```c\n#define BLOCK 64\n```"), None);
+    }
+}
