@@ -6,7 +6,7 @@
 //! cargo bench --bench history [-- CANDIDATES]   (default 100000)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use polymorph::measure::{Interval, SampleSide, Verdict};
+use polymorph::measure::{Interval, SampleSide, Series, Verdict};
 use polymorph::record::store::{NewEntry, NewEvaluation, NewSample};
 use polymorph::record::{ChangeKind, Ledger, ProposerKind, RunProposer, RunStatus, Stage, Store};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -37,6 +37,7 @@ fn generated(run: i64, k: i64, verdict: Verdict, incumbent: i64) -> NewEvaluatio
     let samples = (0..8)
         .map(|s| NewSample {
             round: s / 2,
+            series: Series::First,
             side: if s % 2 == 0 {
                 SampleSide::Incumbent
             } else {

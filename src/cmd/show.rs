@@ -51,6 +51,7 @@ pub async fn show(cli: &Cli, a: ShowArgs) -> Result<()> {
         per_case,
         diff,
         states,
+        confirmation_round,
         simulation,
     } = d;
     if let Some(sha) = simulation {
@@ -58,6 +59,13 @@ pub async fn show(cli: &Cli, a: ShowArgs) -> Result<()> {
     }
     print_summary(store, &c, entry.as_ref()).await?;
     print_cases(&per_case);
+    if let Some(r) = confirmation_round {
+        println!(
+            "  pairs 1-{r}: the first series, accepted; {}-{}: the fresh series that confirmation asked for",
+            r + 1,
+            c.pairs
+        );
+    }
     if !states.is_empty() {
         println!("\n  machine state when each bench process started:");
         for s in &states {

@@ -96,6 +96,15 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// Which series of an evaluation a pair belongs to: the one the judge decided on, or the
+    /// fresh series that confirmed an acceptance.
+    pub enum Series {
+        First = "first",
+        Confirmation = "confirmation",
+    }
+}
+
 /// Checks that a candidate's sample has exactly the cases of the incumbent's.
 pub fn same_cases(expected: &Sample, got: &Sample) -> Result<(), String> {
     if let Some(missing) = expected.cases.keys().find(|c| !got.cases.contains_key(*c)) {

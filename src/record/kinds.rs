@@ -3,7 +3,7 @@
 //! sample side, travel through queries as enums rather than strings.
 
 use crate::measure::text_enum::text_enum;
-use crate::measure::{SampleSide, Verdict};
+use crate::measure::{SampleSide, Series, Verdict};
 use std::path::PathBuf;
 
 text_enum! {
@@ -108,6 +108,7 @@ macro_rules! sql_text {
 sql_text!(
     Verdict,
     SampleSide,
+    Series,
     Stage,
     RunStatus,
     EntryKind,

@@ -1,7 +1,7 @@
 //! What `show` prints and the review page displays about one candidate: its row, its ledger
 //! entry, its samples per case (incumbent and candidate, pair by pair) and its diff.
 
-use crate::measure::{SampleSide, median};
+use crate::measure::{SampleSide, Series, median};
 use crate::record::store::{CandidateRow, EntryRow, StateRow};
 use crate::record::{EntryKind, Ledger, Store};
 use anyhow::{Context as _, Result};
@@ -17,6 +17,9 @@ pub struct ShowData {
     pub diff: Option<String>,
     /// The machine's state at each bench process, for tasks that read one.
     pub states: Vec<StateRow>,
+    /// The round (from 0) the confirmation series began at, for a candidate accepted in its
+    /// first series and recorded since runs.db names each sample's series.
+    pub confirmation_round: Option<i64>,
     /// The sha256 of the cache its run replayed, when it was simulated (`run --simulate`).
     pub simulation: Option<String>,
 }
@@ -53,6 +56,11 @@ pub async fn show_data(
     };
     let simulations = store.simulations().await?;
     let simulation = simulations.of(&c.task, &c.context_id).map(String::from);
+    let confirmation_round = samples
+        .iter()
+        .filter(|s| s.series == Some(Series::Confirmation))
+        .map(|s| s.round)
+        .min();
     let mut per_case: std::collections::BTreeMap<String, (Vec<f64>, Vec<f64>)> = Default::default();
     for s in &samples {
         let slot = per_case.entry(s.case_name.clone()).or_default();
@@ -68,6 +76,7 @@ pub async fn show_data(
         per_case,
         diff,
         states: store.sample_states(cid).await?,
+        confirmation_round,
         simulation,
     })
 }
@@ -92,6 +101,6 @@ pub fn show_json(d: &ShowData) -> Result<Value> {
             "reviewed_by": e.reviewed_by, "reviewed_at": e.reviewed_at, "review_reason": e.review_reason,
         })),
         "simulated": d.simulation.is_some(), "simulation": d.simulation,
-        "cases": cases, "states": d.states.iter().map(|s| json!({ "round": s.round, "side": s.side, "state": s.state })).collect::<Vec<_>>(), "diff": d.diff, "log": c.log, "created_at": c.created_at,
+        "cases": cases, "states": d.states.iter().map(|s| json!({ "round": s.round, "side": s.side, "state": s.state })).collect::<Vec<_>>(), "confirmation_round": d.confirmation_round, "diff": d.diff, "log": c.log, "created_at": c.created_at,
     }))
 }

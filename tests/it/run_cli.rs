@@ -150,6 +150,26 @@ fn every_bad_candidate_gets_a_clear_verdict_and_nothing_is_lost() {
             i + 1
         );
     }
+    // The acceptance's samples say which series they belong to: the first, then the fresh one.
+    let series = env.json(&["query", "SELECT series, min(round) AS lo, max(round) AS hi, count(DISTINCT round) AS pairs FROM samples WHERE candidate_id = 8 GROUP BY series ORDER BY lo"]);
+    assert_eq!(series[0]["series"], "first", "{series}");
+    assert_eq!(series[1]["series"], "confirmation", "{series}");
+    assert_eq!(
+        series[1]["lo"],
+        series[0]["hi"].as_i64().unwrap() + 1,
+        "{series}"
+    );
+    let shown = env.json(&["show", "8"]);
+    assert_eq!(shown["confirmation_round"], series[1]["lo"], "{shown}");
+    env.cmd()
+        .args(["show", "8"])
+        .assert()
+        .success()
+        .stdout(contains(format!(
+            "{}-{}: the fresh series that confirmation asked for",
+            series[1]["lo"].as_i64().unwrap() + 1,
+            series[1]["hi"].as_i64().unwrap() + 1
+        )));
     // The build failure keeps the compiler's output for `show`.
     let build = env.json(&["show", "5"]);
     assert!(build["log"].as_str().unwrap().contains("error"));

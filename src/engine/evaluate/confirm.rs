@@ -37,6 +37,7 @@ pub fn confirmed(first: Evaluation, mut second: Evaluation) -> Evaluation {
         }
     };
     let mut pairs = first.pairs;
+    second.confirmation_from = Some(pairs.len());
     pairs.append(&mut second.pairs);
     second.pairs = pairs;
     second.bench_seconds += first.bench_seconds;

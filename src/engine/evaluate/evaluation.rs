@@ -29,6 +29,8 @@ pub struct Evaluation {
     pub process_seconds: f64,
     /// True when the run was cancelled during this evaluation: it is not recorded.
     pub cancelled: bool,
+    /// Where in `pairs` the confirmation series begins, for an evaluation that had one.
+    pub confirmation_from: Option<usize>,
 }
 
 /// A unified diff of what `after` changes in `before` (files that differ only).
@@ -132,6 +134,7 @@ impl Evaluation {
             bench_seconds: 0.0,
             process_seconds: 0.0,
             cancelled: false,
+            confirmation_from: None,
         }
     }
 }

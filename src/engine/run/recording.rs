@@ -2,7 +2,7 @@
 //! included) and, when it is accepted, its ledger commit message naming where it came from.
 
 use crate::engine::evaluate::Evaluation;
-use crate::measure::{SampleSide, Summary, pct};
+use crate::measure::{SampleSide, Series, Summary, pct};
 use crate::record::store::{NewEvaluation, NewSample, SIMULATED, StateRow};
 use crate::record::{ChangeKind, RunProposer};
 use crate::task::Resolved;
@@ -79,6 +79,10 @@ pub fn record_row(
     let mut samples = Vec::new();
     let mut states = Vec::new();
     for (round, (a, b)) in ev.pairs.iter().enumerate() {
+        let series = match ev.confirmation_from {
+            Some(from) if round >= from => Series::Confirmation,
+            _ => Series::First,
+        };
         for (side, s) in [(SampleSide::Incumbent, a), (SampleSide::Candidate, b)] {
             if let Some(state) = &s.state {
                 states.push(StateRow {
@@ -90,6 +94,7 @@ pub fn record_row(
             for (case, v) in &s.cases {
                 samples.push(NewSample {
                     round: round as i64,
+                    series,
                     side,
                     case: case.clone(),
                     value: *v,

@@ -50,7 +50,7 @@ impl Store {
     }
 
     pub async fn samples(&self, candidate_id: i64) -> Result<Vec<SampleRow>> {
-        Ok(sqlx::query_as("SELECT round, side, case_name, value FROM samples WHERE candidate_id = $1 ORDER BY round, side, case_name")
+        Ok(sqlx::query_as("SELECT round, series, side, case_name, value FROM samples WHERE candidate_id = $1 ORDER BY round, side, case_name")
             .bind(candidate_id)
             .fetch_all(&self.pool)
             .await?)
@@ -244,9 +244,10 @@ impl Tx {
 
     async fn insert_samples(&mut self, candidate_id: i64, ev: &NewEvaluation) -> Result<()> {
         for s in &ev.samples {
-            sqlx::query("INSERT INTO samples (candidate_id, round, side, case_name, value) VALUES ($1, $2, $3, $4, $5)")
+            sqlx::query("INSERT INTO samples (candidate_id, round, series, side, case_name, value) VALUES ($1, $2, $3, $4, $5, $6)")
                 .bind(candidate_id)
                 .bind(s.round)
+                .bind(s.series)
                 .bind(s.side)
                 .bind(&s.case)
                 .bind(s.value)

@@ -1,7 +1,7 @@
 //! The rows of runs.db as Rust types: what queries return (`*Row`) and what an evaluation
 //! writes (`NewEvaluation`, `NewEntry`). States are enums, a gain is an `Interval`.
 
-use crate::measure::{Interval, SampleSide, Verdict};
+use crate::measure::{Interval, SampleSide, Series, Verdict};
 use crate::record::kinds::{
     ChangeKind, EntryKind, ProposerChoice, ProposerKind, ReviewState, RunProposer, RunStatus, Stage,
 };
@@ -185,6 +185,8 @@ pub struct ScheduleRow {
 #[derive(Debug, Clone, FromRow)]
 pub struct SampleRow {
     pub round: i64,
+    /// `None` for a sample recorded before runs.db named the series.
+    pub series: Option<Series>,
     pub side: SampleSide,
     pub case_name: String,
     pub value: f64,
@@ -236,6 +238,7 @@ pub struct LossRow {
 #[derive(Debug, Clone)]
 pub struct NewSample {
     pub round: i64,
+    pub series: Series,
     pub side: SampleSide,
     pub case: String,
     pub value: f64,
