@@ -306,3 +306,41 @@ fn a_cache_names_the_gpus_it_was_recorded_with() {
         "{machine}"
     );
 }
+
+#[test]
+fn a_tree_whose_build_the_interrupt_stops_is_left_for_the_resumed_recording() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let toml = task.join("task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    let slow = text.replace("build = \"make -s\"", "build = \"sleep 2 && make -s\"");
+    std::fs::write(&toml, slow).unwrap();
+    let cache = env.path().join("spin-cache.json");
+    let (t, out) = (task.to_str().unwrap(), cache.to_str().unwrap());
+    let args = ["record", t, "--samples", "1", "--out", out];
+    let trees = || -> Vec<serde_json::Value> {
+        let c: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+        c["trees"].as_array().unwrap().clone()
+    };
+    let mut child = env.spawn(&args);
+    // Once the first tree is in the file, the second's build is sleeping: interrupt it there.
+    let waited = std::time::Instant::now();
+    while !cache.exists() || trees().is_empty() {
+        assert!(waited.elapsed().as_secs() < 60, "no tree recorded in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: kill(2) on the child we spawned.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let kept = trees();
+    assert!(
+        kept.iter().all(|t| t["failed"].is_null()),
+        "an interrupted build was kept as a failure: {kept:?}"
+    );
+    env.cmd().args(args).assert().success();
+    let all = trees();
+    assert!(all.len() > kept.len(), "{all:?}");
+    assert!(all.iter().all(|t| t["failed"].is_null()), "{all:?}");
+}

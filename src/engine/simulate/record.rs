@@ -122,6 +122,12 @@ pub fn record(
         };
         let mut score = None;
         match h.prepare(tree) {
+            // A build or test stopped by the interrupt says nothing of the tree: it is left
+            // for the resumed recording, not kept as a tree that fails.
+            Err(_) if cancel.load(Ordering::SeqCst) => bail!(
+                "interrupted after {} of {total} trees; run the same command again to resume",
+                cache.trees.len()
+            ),
             Err(f) => recorded.failed = Some(f.reason),
             Ok(built) => {
                 let mut benched = Vec::new();
