@@ -12,7 +12,13 @@ pub fn schema(space: &ParamSpace) -> Value {
     let properties: serde_json::Map<String, Value> = space
         .values
         .iter()
-        .map(|(k, allowed)| (k.clone(), json!({ "enum": allowed })))
+        .map(|(k, allowed)| {
+            let mut one = json!({ "enum": allowed });
+            if let Some(t) = common_type(allowed) {
+                one["type"] = json!(t);
+            }
+            (k.clone(), one)
+        })
         .collect();
     let required: Vec<&String> = space.values.keys().collect();
     json!({
@@ -20,6 +26,25 @@ pub fn schema(space: &ParamSpace) -> Value {
         "properties": properties,
         "required": required,
         "additionalProperties": false,
+    })
+}
+
+/// The JSON type all of `values` share, if they share one: strict servers (OpenAI's) want an
+/// enum's type named beside it.
+fn common_type(values: &[Value]) -> Option<&'static str> {
+    let of = |v: &Value| match v {
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some("integer"),
+        Value::Number(_) => Some("number"),
+        Value::String(_) => Some("string"),
+        Value::Bool(_) => Some("boolean"),
+        _ => None,
+    };
+    let mut types = values.iter().map(of);
+    let first = types.next()??;
+    types.try_fold(first, |t, next| match (t, next?) {
+        (a, b) if a == b => Some(a),
+        ("integer" | "number", "integer" | "number") => Some("number"),
+        _ => None,
     })
 }
 
@@ -62,7 +87,9 @@ mod tests {
     fn the_schema_lists_every_declared_value_and_requires_every_knob() {
         let s = schema(&space());
         assert_eq!(s["properties"]["BLOCK"]["enum"], json!([64, 128]));
+        assert_eq!(s["properties"]["BLOCK"]["type"], "integer");
         assert_eq!(s["properties"]["ORDER"]["enum"], json!(["ij", "ji"]));
+        assert_eq!(s["properties"]["ORDER"]["type"], "string");
         assert_eq!(s["required"], json!(["BLOCK", "ORDER"]));
         assert_eq!(s["additionalProperties"], json!(false));
         let f = response_format(&s);
@@ -82,5 +109,14 @@ mod tests {
         assert_eq!(bare_object(&format!("PARAMS: {obj}")), None);
         assert_eq!(bare_object("[1, 2]"), None);
         assert_eq!(bare_object("```c\n#define BLOCK 64\n```"), None);
+    }
+
+    #[test]
+    fn an_enum_names_its_type_only_when_its_values_share_one() {
+        assert_eq!(common_type(&[json!(1), json!(2)]), Some("integer"));
+        assert_eq!(common_type(&[json!(1), json!(2.5)]), Some("number"));
+        assert_eq!(common_type(&[json!(true), json!(false)]), Some("boolean"));
+        assert_eq!(common_type(&[json!(1), json!("a")]), None);
+        assert_eq!(common_type(&[]), None);
     }
 }
