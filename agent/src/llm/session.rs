@@ -371,6 +371,9 @@ pub async fn propose(
     with_params: bool,
     cancel: &Cancel,
 ) -> Result<Outcome, ModelError> {
+    let values_schema = with_params
+        .then(|| host.param_space().map(values::schema))
+        .flatten();
     let mut c = Conversation {
         client,
         api_key,
@@ -392,12 +395,9 @@ pub async fn propose(
         last_reply: None,
         focused_replies: 0,
         asked_for_params: false,
-        values_schema: None,
+        values_schema,
         fell_back: None,
     };
-    c.values_schema = with_params
-        .then(|| c.host.param_space().map(values::schema))
-        .flatten();
     c.messages = vec![
         json!({ "role": "system", "content": c.system() }),
         json!({ "role": "user", "content": prompts.task }),

@@ -90,6 +90,11 @@ pub fn record(
     let done: HashSet<String> = cache.trees.iter().map(|t| t.key.clone()).collect();
     let todo = trees(r)?;
     let total = todo.len();
+    let interrupted = |done: usize| {
+        anyhow::anyhow!(
+            "interrupted after {done} of {total} trees; run the same command again to resume"
+        )
+    };
     let mut h = Harness::new(
         &r.task,
         &r.source,
@@ -104,10 +109,7 @@ pub fn record(
             continue;
         }
         if cancel.load(Ordering::SeqCst) {
-            bail!(
-                "interrupted after {} of {total} trees; run the same command again to resume",
-                cache.trees.len()
-            );
+            return Err(interrupted(cache.trees.len()));
         }
         let name = params
             .as_ref()
@@ -124,10 +126,7 @@ pub fn record(
         match h.prepare(tree) {
             // A build or test stopped by the interrupt says nothing of the tree: it is left
             // for the resumed recording, not kept as a tree that fails.
-            Err(_) if cancel.load(Ordering::SeqCst) => bail!(
-                "interrupted after {} of {total} trees; run the same command again to resume",
-                cache.trees.len()
-            ),
+            Err(_) if cancel.load(Ordering::SeqCst) => return Err(interrupted(cache.trees.len())),
             Err(f) => recorded.failed = Some(f.reason),
             Ok(built) => {
                 let mut benched = Vec::new();
