@@ -344,3 +344,47 @@ fn a_tree_whose_build_the_interrupt_stops_is_left_for_the_resumed_recording() {
     assert!(all.len() > kept.len(), "{all:?}");
     assert!(all.iter().all(|t| t["failed"].is_null()), "{all:?}");
 }
+
+#[test]
+fn each_held_line_names_the_best_screen_of_its_race() {
+    let env = Env::new();
+    let task = env.task("matmul-c");
+    let cache =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data/matmul-c-decode.json");
+    let out = env
+        .cmd()
+        .args(["run", task.to_str().unwrap(), "--simulate"])
+        .arg(&cache)
+        .args(["--budget", "25", "--seed", "3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let gain = |text: &str, after: &str| -> f64 {
+        let rest = &text[text.find(after).unwrap() + after.len()..];
+        rest.split('%').next().unwrap().parse().unwrap()
+    };
+    // (number, its own screen) of the held lines since the race began.
+    let mut race: Vec<(usize, f64)> = Vec::new();
+    let mut held = 0;
+    for line in stderr.lines().filter(|l| l.starts_with('[')) {
+        let k: usize = line[1..].split('/').next().unwrap().trim().parse().unwrap();
+        if !line.contains("] held ") {
+            if !line.contains("in screening") {
+                race.clear();
+            }
+            assert!(!line.contains("best screen so far"), "{line}");
+            continue;
+        }
+        held += 1;
+        race.push((k, gain(line, "held after screening: ")));
+        let named = &line[line.find("best screen so far: #").expect(line) + 21..];
+        let at: usize = named.split(' ').next().unwrap().parse().unwrap();
+        let best = race
+            .iter()
+            .fold(race[0], |b, x| if x.1 > b.1 { *x } else { b });
+        assert_eq!(at, best.0, "{line}");
+        assert!((gain(named, " ") - best.1).abs() < 0.05, "{line}");
+    }
+    assert!(held >= 5, "{stderr}");
+}

@@ -122,6 +122,7 @@ impl<'a> Loop<'a> {
             enabled: opts.progress,
             budget: opts.budget,
             label: &label,
+            best_held: Default::default(),
         };
         let mut k = done + 1;
         while k <= opts.budget {
@@ -202,8 +203,11 @@ impl<'a> Loop<'a> {
                 progress.line(
                     k,
                     &ev,
-                    ratio(dir, self.start_score, self.best_score),
-                    ratio(dir, self.hand_score, self.best_score),
+                    why.proposal.screen_only,
+                    (
+                        ratio(dir, self.start_score, self.best_score),
+                        ratio(dir, self.hand_score, self.best_score),
+                    ),
                 );
                 if ev.verdict == Verdict::Accepted {
                     self.standing.accept(self.r, &ev.pairs);

@@ -2,7 +2,7 @@
 //! entry, and the report at the end with start, best and hand-tuned measured side by side.
 
 use crate::engine::evaluate::{Evaluation, Evaluator};
-use crate::measure::{Direction, log_gain};
+use crate::measure::{Direction, Verdict, log_gain, pct};
 use crate::record::{CommitId, Ledger, RunProposer, RunStatus, Store};
 use crate::task::Resolved;
 use anyhow::{Context as _, Result};
@@ -65,16 +65,44 @@ pub struct Progress<'a> {
     pub budget: usize,
     /// Put before the line (a context's id, when several run side by side).
     pub label: &'a str,
+    /// The held contender with the best screen in the search's current race (its number and
+    /// gain), named on each held line: until the race's leader is judged in full, nothing is
+    /// accepted, and a user watching sees where the race stands.
+    pub best_held: std::cell::Cell<Option<(usize, f64)>>,
 }
 
 impl Progress<'_> {
-    pub fn line(&self, k: usize, ev: &Evaluation, vs_start: Option<f64>, vs_hand: Option<f64>) {
+    /// The line of candidate `k`; `screened` when it was only screened (a race goes on), not
+    /// judged in full (which ends the race).
+    pub fn line(
+        &self,
+        k: usize,
+        ev: &Evaluation,
+        screened: bool,
+        (vs_start, vs_hand): (Option<f64>, Option<f64>),
+    ) {
+        let race = match (ev.verdict, &ev.summary) {
+            (Verdict::Held, Some(s)) => {
+                let best = match self.best_held.get() {
+                    Some(b) if b.1 >= s.gain.estimate => b,
+                    _ => (k, s.gain.estimate),
+                };
+                self.best_held.set(Some(best));
+                format!(" | best screen so far: #{} {}", best.0, pct(best.1))
+            }
+            _ => {
+                if !screened {
+                    self.best_held.set(None);
+                }
+                String::new()
+            }
+        };
         if !self.enabled {
             return;
         }
         let fmt = |r: Option<f64>| r.map_or("?".to_string(), |r| format!("{r:.2}x"));
         eprintln!(
-            "{}[{k:>3}/{}] {:<11} {} | best ~{} start, ~{} hand-tuned",
+            "{}[{k:>3}/{}] {:<11} {}{race} | best ~{} start, ~{} hand-tuned",
             self.label,
             self.budget,
             ev.verdict.as_str(),
