@@ -39,6 +39,14 @@ else
         DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq "${need[@]}"
     fi
     expect+=(bwrap ssh slurm postgres chromium nvcc serving-python llm-serve)
+    # A cgroup for each command's memory and process limits: cgroup v1's pids and memory
+    # hierarchies, or a cgroup v2 that delegates both to its children.
+    v2=$(sed -n 's/^0:://p' /proc/self/cgroup)
+    if { [ -w /sys/fs/cgroup/pids ] && [ -w /sys/fs/cgroup/memory ]; } ||
+        { grep -qw pids "/sys/fs/cgroup$v2/cgroup.subtree_control" 2>/dev/null &&
+          grep -qw memory "/sys/fs/cgroup$v2/cgroup.subtree_control"; }; then
+        expect+=(cgroup)
+    fi
     if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
         expect+=(gpu)
         # vLLM is the user's own installation: expected where it is on the PATH.

@@ -70,7 +70,15 @@ fn check_content(path: &RelPath, bytes: &[u8], limits: &Limits) -> Result<(), Sa
     if bytes.contains(&0) {
         return Err(SandboxError::Binary(path.to_string()));
     }
-    Ok(())
+    let text = std::str::from_utf8(bytes).map_err(|_| SandboxError::Binary(path.to_string()))?;
+    match crate::text::hidden_character(text) {
+        Some((line, what)) => Err(SandboxError::Hidden {
+            path: path.to_string(),
+            line,
+            what,
+        }),
+        None => Ok(()),
+    }
 }
 
 fn check_editable(path: &RelPath, editable: &GlobSet) -> Result<(), SandboxError> {

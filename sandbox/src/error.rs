@@ -12,6 +12,14 @@ pub enum SandboxError {
     TooLarge { path: String, why: String },
     #[error("{0}: binary content is not accepted")]
     Binary(String),
+    #[error(
+        "{path}: line {line} holds {what}, a character a reviewer does not see as it runs (control and invisible format characters are refused)"
+    )]
+    Hidden {
+        path: String,
+        line: usize,
+        what: String,
+    },
     #[error("diff is malformed: {0}")]
     MalformedDiff(String),
     #[error("diff does not apply to {path}: {why}")]
@@ -26,6 +34,8 @@ pub enum SandboxError {
     Missing(String),
     #[error("{path}: {why}")]
     SpecialFile { path: PathBuf, why: &'static str },
+    #[error("{path} is not an object file polymorph can read: {why}")]
+    BadObject { path: String, why: String },
     #[error("parameter {name}: {why}")]
     Param { name: String, why: String },
     #[error("{context}: {source}")]

@@ -2,9 +2,11 @@
 //! environment the caller passes (never the parent's), its own process group (killed whole on
 //! timeout, on cancel, and after it exits so nothing outlives it), output captured to files and
 //! kept as a capped tail, a file-size limit, and, where `bwrap` works, a read-only root, a
-//! private /tmp, no network, its own PID namespace and no capabilities (root included).
+//! private /tmp of a set size, empty `/run`, no network, no Unix socket (`seccomp.rs`), its own
+//! PID namespace and no capabilities (root included); memory per process is limited too.
 
 use crate::SandboxError;
+use crate::cgroup::{Cgroup, Parents};
 use crate::hide::Hiding;
 use crate::reap;
 use std::fs::File;
@@ -33,8 +35,9 @@ pub enum Isolation {
     Plain(String),
 }
 
-/// The namespaces and mounts every sandboxed command gets, before its tree is bound.
-const BWRAP_BASE: [&str; 14] = [
+/// The namespaces and mounts every sandboxed command gets, before its tree is bound (its /tmp,
+/// sized to the command's limit, comes right after).
+const BWRAP_BASE: [&str; 12] = [
     "--ro-bind",
     "/",
     "/",
@@ -46,11 +49,12 @@ const BWRAP_BASE: [&str; 14] = [
     "--ro-bind",
     "/proc/sys",
     "/proc/sys",
-    "--tmpfs",
-    "/tmp",
     "--unshare-net",
     "--unshare-pid",
 ];
+
+/// Directories of runtime state, sockets and mounted secrets: empty in the sandbox.
+const RUNTIME_DIRS: [&str; 2] = ["/run", "/var/run"];
 
 /// No capabilities, even for root: no remounting, unmounting or new mount namespaces.
 const BWRAP_NO_CAPS: [&str; 2] = ["--cap-drop", "ALL"];
@@ -71,6 +75,7 @@ impl Isolation {
         };
         let probe = |userns: bool| {
             let mut args: Vec<&str> = BWRAP_BASE.to_vec();
+            args.extend(["--tmpfs", "/tmp"]);
             args.extend(BWRAP_NO_CAPS);
             if userns {
                 args.extend(BWRAP_USERNS);
@@ -109,7 +114,7 @@ impl Isolation {
     pub fn describe(&self) -> String {
         match self {
             Isolation::Bwrap { path, userns } => format!(
-                "bwrap ({}): read-only root, private /tmp, no network, no capabilities{}",
+                "bwrap ({}): read-only root, private /tmp, empty /run, no network, no Unix socket, no capabilities{}",
                 path.display(),
                 if *userns {
                     ", no new namespaces"
@@ -149,6 +154,15 @@ pub struct CommandSpec<'a> {
     pub output_cap: usize,
     /// Largest file the command may write (RLIMIT_FSIZE), so a runaway writer cannot fill the disk.
     pub max_file_bytes: u64,
+    /// Most memory the command may hold: its processes together, in a cgroup of its own where
+    /// the machine allows one; else each process's writable mappings (RLIMIT_DATA: heap and
+    /// anonymous mappings; a reservation never made writable does not count).
+    pub max_memory_bytes: u64,
+    /// Most tasks (processes and threads) the command may run at once, in its cgroup; not
+    /// limited where there is none.
+    pub max_processes: u64,
+    /// Size of its private /tmp (a tmpfs, in memory) under bwrap.
+    pub tmp_bytes: u64,
 }
 
 /// How a command ended.
@@ -192,6 +206,8 @@ impl Outcome {
 #[derive(Debug, Clone)]
 pub struct Runner {
     isolation: Isolation,
+    /// Where each command's cgroup is made, when this machine lets polymorph make one.
+    cgroups: Option<Parents>,
     /// What sandboxed commands do not see (`hide.rs`): `/root`, `/home` and what `hiding` adds.
     hiding: Hiding,
 }
@@ -247,6 +263,17 @@ fn wait(
     (status, forced)
 }
 
+/// The seccomp filter in an unlinked file at its start, for bwrap's `--seccomp`.
+fn seccomp_file() -> Result<File, SandboxError> {
+    use std::io::Write;
+    let mut f =
+        tempfile::tempfile().map_err(|e| SandboxError::io("creating the seccomp filter", e))?;
+    f.write_all(&crate::seccomp::filter_bytes())
+        .and_then(|()| f.seek(SeekFrom::Start(0)).map(drop))
+        .map_err(|e| SandboxError::io("writing the seccomp filter", e))?;
+    Ok(f)
+}
+
 fn read_tail(file: &mut File, cap: usize) -> Result<(String, bool), SandboxError> {
     let len = file
         .seek(SeekFrom::End(0))
@@ -264,6 +291,7 @@ impl Runner {
     pub fn new(isolation: Isolation) -> Self {
         Runner {
             isolation,
+            cgroups: Parents::detect(),
             hiding: Hiding::homes(),
         }
     }
@@ -274,16 +302,44 @@ impl Runner {
         self
     }
 
+    /// Hides one of polymorph's records (the store, the ledger) from sandboxed commands.
+    pub fn hiding_record(mut self, record: PathBuf) -> Self {
+        self.hiding = self.hiding.also_record(record);
+        self
+    }
+
     pub fn isolation(&self) -> &Isolation {
         &self.isolation
     }
 
-    fn argv(&self, spec: &CommandSpec<'_>) -> Vec<String> {
+    /// How commands' memory and processes are limited here.
+    pub fn describe_limits(&self) -> String {
+        match &self.cgroups {
+            Some(p) => format!("memory and processes per command ({})", p.describe()),
+            None => "memory per process (no cgroup can be made here: processes are not limited)"
+                .to_string(),
+        }
+    }
+
+    fn argv(&self, spec: &CommandSpec<'_>, seccomp_fd: Option<i32>) -> Vec<String> {
         let cwd = spec.cwd.display().to_string();
         let mut argv = Vec::new();
         if let Isolation::Bwrap { path, userns } = &self.isolation {
             argv.push(path.display().to_string());
             argv.extend(BWRAP_BASE.iter().map(|a| a.to_string()));
+            argv.extend(["--size".into(), spec.tmp_bytes.to_string()]);
+            argv.extend(["--tmpfs".into(), "/tmp".into()]);
+            // Where services keep their sockets and secrets (/run/docker.sock, /run/secrets):
+            // an empty tmpfs, like the homes.
+            for dir in RUNTIME_DIRS {
+                let p = Path::new(dir);
+                if p.is_dir() && !p.is_symlink() {
+                    argv.extend(["--tmpfs".into(), dir.to_string()]);
+                }
+            }
+            if let Some(fd) = seccomp_fd {
+                argv.extend(["--seccomp".into(), fd.to_string()]);
+            }
             let path_var = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
             argv.extend(self.hiding.args(path_var.map(String::as_str)));
             for d in &spec.devices {
@@ -316,9 +372,23 @@ impl Runner {
         env: Vec<(String, String)>,
         out_file: &File,
         err_file: &File,
+        seccomp: Option<&File>,
+        cgroup: Option<&Cgroup>,
     ) -> Result<duct::Handle, SandboxError> {
-        let argv = self.argv(spec);
+        use std::os::fd::AsRawFd;
+        let seccomp_fd = seccomp.map(AsRawFd::as_raw_fd);
+        let argv = self.argv(spec, seccomp_fd);
         let max_file = spec.max_file_bytes;
+        // With a cgroup, memory is held for the whole command there; else per process here.
+        let max_memory = if cgroup.is_some() {
+            libc::RLIM_INFINITY
+        } else {
+            spec.max_memory_bytes
+        };
+        let join: Vec<std::ffi::CString> = match cgroup {
+            Some(c) => c.procs_files()?,
+            None => Vec::new(),
+        };
         let dup = |f: &File| {
             f.try_clone()
                 .map_err(|e| SandboxError::io("duplicating an output file", e))
@@ -332,7 +402,9 @@ impl Runner {
             .unchecked()
             .before_spawn(move |cmd| {
                 cmd.process_group(0);
-                // SAFETY: only async-signal-safe calls (setrlimit, prctl) between fork and exec.
+                let join = join.clone();
+                // SAFETY: only async-signal-safe calls (setrlimit, prctl, fcntl, open, write,
+                // close) between fork and exec; the paths were made before the fork.
                 unsafe {
                     cmd.pre_exec(move || {
                         let lim = libc::rlimit {
@@ -340,6 +412,27 @@ impl Runner {
                             rlim_max: max_file,
                         };
                         libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+                        let mem = libc::rlimit {
+                            rlim_cur: max_memory,
+                            rlim_max: max_memory,
+                        };
+                        libc::setrlimit(libc::RLIMIT_DATA, &mem);
+                        // bwrap reads the filter from this descriptor: it must survive the exec.
+                        if let Some(fd) = seccomp_fd {
+                            libc::fcntl(fd, libc::F_SETFD, 0);
+                        }
+                        // Into the command's cgroup before anything of it runs.
+                        for procs in &join {
+                            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                            let wrote = fd >= 0 && libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+                            let err = std::io::Error::last_os_error();
+                            if fd >= 0 {
+                                libc::close(fd);
+                            }
+                            if !wrote {
+                                return Err(err);
+                            }
+                        }
                         // If polymorph dies, the command dies with it.
                         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                         Ok(())
@@ -367,14 +460,38 @@ impl Runner {
         let token = reap::new_token();
         let mut env = spec.env.clone();
         env.push((reap::TOKEN_VAR.to_string(), token.clone()));
+        let seccomp = match self.isolation {
+            Isolation::Bwrap { .. } => Some(seccomp_file()?),
+            Isolation::Plain(_) => None,
+        };
+        let cgroup = match &self.cgroups {
+            Some(p) => Some(p.create(
+                &format!(
+                    "polymorph-{}",
+                    token.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+                ),
+                spec.max_processes,
+                spec.max_memory_bytes,
+            )?),
+            None => None,
+        };
         let started = Instant::now();
-        let handle = Arc::new(self.spawn(spec, env, &out_file, &err_file)?);
+        let handle = Arc::new(self.spawn(
+            spec,
+            env,
+            &out_file,
+            &err_file,
+            seccomp.as_ref(),
+            cgroup.as_ref(),
+        )?);
         let (status, forced) = wait(&handle, started + spec.timeout, cancel);
         let wall = started.elapsed();
-        // And whatever left the group: under bwrap the PID namespace took it with it.
+        // And whatever left the group: under bwrap the PID namespace took it with it, and in a
+        // cgroup dropping it kills what is left there.
         if let Isolation::Plain(_) = self.isolation {
             reap::kill_marked(&token);
         }
+        drop(cgroup);
         let exit = match (forced, status) {
             (Some(kind), _) => kind,
             (None, Some(Ok(st))) => {

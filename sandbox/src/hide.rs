@@ -17,14 +17,21 @@ const HOMES: [&str; 2] = ["/root", "/home"];
 #[derive(Debug, Clone)]
 pub struct Hiding {
     hidden: Vec<PathBuf>,
+    /// polymorph's own records (its store, its ledger, SQLite's files beside the store): a
+    /// directory among them gets an empty tmpfs, a file `/dev/null` bound over it.
+    records: Vec<PathBuf>,
     by_path: Arc<Mutex<HashMap<String, Vec<String>>>>,
 }
+
+/// What SQLite keeps beside a database file while it is open.
+const SQLITE_SIBLINGS: [&str; 3] = ["-wal", "-shm", "-journal"];
 
 impl Hiding {
     /// `/root` and `/home`.
     pub fn homes() -> Self {
         Hiding {
             hidden: HOMES.iter().map(PathBuf::from).collect(),
+            records: Vec::new(),
             by_path: Arc::default(),
         }
     }
@@ -32,6 +39,18 @@ impl Hiding {
     /// Hides `dir` too.
     pub fn also(mut self, dir: PathBuf) -> Self {
         self.hidden.push(dir);
+        self.by_path = Arc::default();
+        self
+    }
+
+    /// Hides `record` (runs.db and the files SQLite keeps beside it, or the ledger), whichever
+    /// of them exist when the first command starts.
+    pub fn also_record(mut self, record: PathBuf) -> Self {
+        for suffix in [""].into_iter().chain(SQLITE_SIBLINGS) {
+            let mut name = record.clone().into_os_string();
+            name.push(suffix);
+            self.records.push(name.into());
+        }
         self.by_path = Arc::default();
         self
     }
@@ -45,7 +64,18 @@ impl Hiding {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         cache
             .entry(key)
-            .or_insert_with(|| hiding_args(&self.hidden, path_var))
+            .or_insert_with(|| {
+                let mut args = hiding_args(&self.hidden, path_var);
+                for r in self.records.iter().filter_map(|r| r.canonicalize().ok()) {
+                    let shown = r.display().to_string();
+                    if r.is_dir() {
+                        args.extend(["--tmpfs".to_string(), shown]);
+                    } else if r.is_file() {
+                        args.extend(["--ro-bind".to_string(), "/dev/null".to_string(), shown]);
+                    }
+                }
+                args
+            })
             .clone()
     }
 }
@@ -67,6 +97,33 @@ fn hiding_args(hidden: &[PathBuf], path_var: Option<&str>) -> Vec<String> {
         args.extend(["--ro-bind".to_string(), p.clone(), p]);
     }
     args
+}
+
+/// Names of the files where tools keep tokens, keys and passwords.
+const CREDENTIAL_NAMES: [&str; 9] = [
+    ".netrc",
+    ".pgpass",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".ssh",
+    ".docker",
+    "id_rsa",
+    "id_ed25519",
+];
+
+/// Whether `dir` holds a file where a tool keeps secrets (`credentials.toml`, `.netrc`, a key):
+/// such a directory is never bound back, whatever a `PATH` asks.
+fn holds_credentials(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name().to_string_lossy().to_ascii_lowercase();
+        name.contains("credential")
+            || name.contains("token")
+            || CREDENTIAL_NAMES.contains(&name.as_str())
+    })
 }
 
 fn under(hidden: &[&PathBuf], p: &Path) -> bool {
@@ -92,7 +149,8 @@ fn exposed(hidden: &[&PathBuf], path_var: &str) -> Vec<PathBuf> {
             dir.ends_with("bin")
                 && (p.join("pyvenv.cfg").is_file() || p.join("node_modules").is_dir())
         });
-        out.push(venv.map_or_else(|| dir.clone(), Path::to_path_buf));
+        let whole = venv.filter(|v| !holds_credentials(v));
+        out.push(whole.map_or_else(|| dir.clone(), Path::to_path_buf));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -101,15 +159,21 @@ fn exposed(hidden: &[&PathBuf], path_var: &str) -> Vec<PathBuf> {
             if !path.is_symlink() {
                 continue;
             }
-            let Some(prefix) = path
-                .canonicalize()
-                .ok()
-                .and_then(|t| t.parent()?.parent().map(Path::to_path_buf))
-            else {
+            let Some(target) = path.canonicalize().ok() else {
                 continue;
             };
-            if under(hidden, &prefix) && !hidden.iter().any(|h| **h == prefix) {
-                out.push(prefix);
+            // A link to a file beside it (rustup's `cargo -> rustup`) needs nothing more.
+            if target.parent() == Some(dir.as_path()) {
+                continue;
+            }
+            let Some(prefix) = target.parent().and_then(Path::parent) else {
+                continue;
+            };
+            if under(hidden, prefix)
+                && !hidden.iter().any(|h| **h == prefix)
+                && !holds_credentials(prefix)
+            {
+                out.push(prefix.to_path_buf());
             }
         }
     }
@@ -169,5 +233,39 @@ mod tests {
         // Nothing under the home is bound back unless PATH asks for it.
         let only = std::slice::from_ref(&home_dir);
         assert_eq!(hiding_args(only, Some("/usr/bin")).len(), 2);
+    }
+
+    #[test]
+    fn rustup_s_layout_binds_its_bin_alone_never_the_directory_with_the_token() {
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let h = home.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        let bin = h.join(".cargo/bin");
+        std::fs::create_dir_all(&bin).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(h.join(".cargo/credentials.toml"), "token = \"secret\"\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(bin.join("rustup"), "").unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink("rustup", bin.join("cargo")).unwrap_or_else(|e| panic!("{e}"));
+        // A tool elsewhere whose link points into a directory that keeps a token.
+        let tool = h.join("tool");
+        std::fs::create_dir_all(tool.join("bin")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(tool.join("bin/real"), "").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(tool.join(".git-credentials"), "x").unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(tool.join("bin/real"), bin.join("tool"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let args = hiding_args(
+            std::slice::from_ref(&h),
+            Some(&format!("{}:/usr/bin", bin.display())),
+        );
+        let b = bin.display().to_string();
+        assert_eq!(
+            args,
+            [
+                "--tmpfs".to_string(),
+                h.display().to_string(),
+                "--ro-bind".into(),
+                b.clone(),
+                b
+            ]
+        );
     }
 }

@@ -5,6 +5,7 @@
 //!
 //! It knows nothing about models or proposers: a change arrives as text and file contents.
 
+mod cgroup;
 mod change;
 mod error;
 mod exec;
@@ -13,15 +14,22 @@ mod params;
 mod patch;
 mod path;
 mod reap;
+mod seccomp;
 mod snapshot;
+mod symbols;
+mod text;
 mod workspace;
 
 pub use change::{Change, Edit, Limits, VerifiedChange, verify_change};
 pub use error::SandboxError;
 pub use exec::{CancelFlag, CommandSpec, ExitKind, Isolation, Outcome, Runner, TreeAccess};
-pub use params::{ParamFormat, param_scalar, param_token, parse_params, render_params};
+pub use params::{
+    ParamFormat, param_scalar, param_token, parse_params, render_params, rewrite_params,
+};
 pub use patch::{FilePatch, parse_unified_diff};
 pub use path::RelPath;
 pub use reap::reap_orphans;
 pub use snapshot::Snapshot;
+pub use symbols::{defined_globals, foreign_globals};
+pub use text::{hidden_character, shown};
 pub use workspace::{FileTree, Manifest, Workspace, sha256_hex};

@@ -53,6 +53,86 @@ pub fn render_params(format: ParamFormat, values: &BTreeMap<String, Value>) -> S
     }
 }
 
+/// `values` written into `old`, the file as the incumbent has it: only the lines of the values
+/// that changed are rewritten (their comments kept), every other line stays where and as it
+/// was, and a key the file lacks is appended. So the diff a person reviews is the change. A JSON
+/// file is rendered whole.
+pub fn rewrite_params(format: ParamFormat, old: &str, values: &BTreeMap<String, Value>) -> String {
+    if format == ParamFormat::Json {
+        return render_params(format, values);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = String::with_capacity(old.len() + 64);
+    for line in old.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        let Some((key, value, comment)) = split_assignment(format, body) else {
+            out.push_str(line);
+            continue;
+        };
+        let Some(new) = values.get(key) else {
+            out.push_str(line);
+            continue;
+        };
+        seen.insert(key.to_string());
+        if param_scalar(value.trim()) == *new {
+            out.push_str(line);
+            continue;
+        }
+        let token = param_token(new);
+        let written = match format {
+            ParamFormat::CDefine => format!("#define {key} {token}"),
+            _ => format!("{key}={token}"),
+        };
+        let comment = if comment.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", comment.trim_start())
+        };
+        out.push_str(&format!("{written}{comment}{end}"));
+    }
+    let missing: BTreeMap<String, Value> = values
+        .iter()
+        .filter(|(k, _)| !seen.contains(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !missing.is_empty() {
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&render_params(format, &missing));
+    }
+    out
+}
+
+/// A line's key, its value text and the comment after it, when the line assigns one.
+fn split_assignment(format: ParamFormat, line: &str) -> Option<(&str, &str, &str)> {
+    match format {
+        ParamFormat::CDefine => {
+            let cut = [line.find("//"), line.find("/*")]
+                .into_iter()
+                .flatten()
+                .min();
+            let (code, comment) = line.split_at(cut.unwrap_or(line.len()));
+            let rest = code.trim_start().strip_prefix("#define")?;
+            let rest = rest.strip_prefix([' ', '\t'])?.trim_start();
+            let (key, value) = rest.split_once([' ', '\t']).unwrap_or((rest, ""));
+            Some((key, value, comment))
+        }
+        ParamFormat::Env => {
+            let t = line.trim_start();
+            if t.starts_with('#') {
+                return None;
+            }
+            let (key, value) = line.split_once('=')?;
+            Some((key.trim(), value, ""))
+        }
+        ParamFormat::Json => None,
+    }
+}
+
 /// A value read from a rendered file: a number, boolean or quoted string as JSON reads it,
 /// anything else as a bare string.
 pub fn param_scalar(s: &str) -> Value {
@@ -124,6 +204,30 @@ mod tests {
                 "{f:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_rewrite_changes_only_the_lines_whose_values_changed() {
+        let old = "/* tuned */\n#define LOOP_ORDER 0\n#define ROWS 1 // values: 1, 2\n#define BLOCK_K 0\n#define BLOCK_N 0\n";
+        let mut v = parse_params(ParamFormat::CDefine, old).unwrap();
+        v.insert("ROWS".into(), Value::from(2));
+        v.insert("BLOCK_N".into(), Value::from(256));
+        assert_eq!(
+            rewrite_params(ParamFormat::CDefine, old, &v),
+            "/* tuned */\n#define LOOP_ORDER 0\n#define ROWS 2 // values: 1, 2\n#define BLOCK_K 0\n#define BLOCK_N 256\n"
+        );
+        v.insert("NEW".into(), Value::from(3));
+        assert!(
+            rewrite_params(ParamFormat::CDefine, old, &v)
+                .ends_with("#define BLOCK_N 256\n#define NEW 3\n")
+        );
+        let env = "# threads\nTHREADS=4\nBATCH=8\n";
+        let mut e = parse_params(ParamFormat::Env, env).unwrap();
+        e.insert("BATCH".into(), Value::from(16));
+        assert_eq!(
+            rewrite_params(ParamFormat::Env, env, &e),
+            "# threads\nTHREADS=4\nBATCH=16\n"
+        );
     }
 
     #[test]

@@ -26,6 +26,9 @@ impl RelPath {
         if raw.contains('\0') {
             return Err(bad("contains NUL"));
         }
+        if raw.chars().any(crate::text::hidden_char) {
+            return Err(bad("holds a control or invisible character"));
+        }
         if raw.starts_with('/') || raw.starts_with('\\') {
             return Err(bad("absolute paths are not allowed"));
         }

@@ -24,6 +24,9 @@ fn spec<'a>(script: &'a str, dir: &'a Path, timeout_ms: u64) -> CommandSpec<'a> 
         timeout: Duration::from_millis(timeout_ms),
         output_cap: 4096,
         max_file_bytes: 1 << 20,
+        max_memory_bytes: 1 << 30,
+        max_processes: 256,
+        tmp_bytes: 64 << 20,
     }
 }
 

@@ -1,7 +1,7 @@
 //! `polymorph best`: the current best entry of a task for a context, what to deploy, and its
 //! whole tree on request.
 
-use super::output::{fmt_score, print_json};
+use super::output::{fmt_score, print_json, say};
 use crate::cli::{BestArgs, Cli};
 use anyhow::{Context as _, Result, bail};
 use polymorph::record::store::{EntryRow, SIMULATED};
@@ -65,7 +65,7 @@ pub async fn best(cli: &Cli, a: BestArgs) -> Result<()> {
         }));
     }
     if simulation.is_some() {
-        println!("{SIMULATED}: a configuration chosen on recorded samples, to measure before use");
+        say!("{SIMULATED}: a configuration chosen on recorded samples, to measure before use");
     }
     print_best(&name, &ctx, &branch, &e, params, &changed, emit, a.approved);
     Ok(())
@@ -127,8 +127,8 @@ fn print_best(
         (EntryKind::Origin, true) => "the task as given (no entry approved yet)".to_string(),
         (EntryKind::Accepted, _) => format!("entry e{}", e.id),
     };
-    println!("best for {name} in context {ctx}: {what}");
-    println!(
+    say!("best for {name} in context {ctx}: {what}");
+    say!(
         "  commit {} on {branch} ({}), score {}",
         e.commit_sha,
         e.review_state,
@@ -136,17 +136,17 @@ fn print_best(
     );
     match e.review_state {
         ReviewState::Approved => {}
-        ReviewState::Pending => println!(
+        ReviewState::Pending => say!(
             "  review   PENDING: not approved yet (`polymorph review`); `best --approved` names the best approved entry"
         ),
-        ReviewState::Rejected => println!("  review   REJECTED"),
+        ReviewState::Rejected => say!("  review   REJECTED"),
     }
     if let Some(p) = params {
-        println!("  params {p}");
+        say!("  params {p}");
     }
     let files: Vec<&String> = changed.keys().collect();
     if !files.is_empty() {
-        println!(
+        say!(
             "  changes {}",
             files
                 .iter()
@@ -156,6 +156,6 @@ fn print_best(
         );
     }
     if let Some(dir) = emit {
-        println!("  tree written to {}", dir.display());
+        say!("  tree written to {}", dir.display());
     }
 }

@@ -24,12 +24,24 @@ pub async fn check(cli: &Cli, a: CheckArgs, cancel: CancelFlag) -> Result<()> {
     let r = resolve(&a.task_dir, a.workload.as_deref())?;
     r.check_requirements()?;
     let rounds = a.rounds.max(1);
-    let runner = runner();
-    let (names, samples) = measure(&r, &runner, rounds, extra, cancel)?;
-    let isolation = runner.isolation().describe();
+    let runner = runner(&[&cli.db(), &cli.ledger()]);
+    let (names, samples, unverified) = measure(&r, &runner, rounds, extra, cancel)?;
+    let isolation = format!(
+        "{}; limits: {}",
+        runner.isolation().describe(),
+        runner.describe_limits()
+    );
     let table = Table::new(&names, &samples, &r.task.metric.weights);
+    if !unverified.is_empty() {
+        eprintln!(
+            "warning: the bench verifies nothing of its timed calls for {} (no positive \"verified\" count on the metric line): a kernel that does less work when it is timed would pass; docs/writing-a-task.md says how a bench checks them",
+            unverified.join(", ")
+        );
+    }
     if a.json {
-        return print_json(&table.json(&r, &isolation));
+        let mut out = table.json(&r, &isolation);
+        out["unverified_cases"] = json!(unverified);
+        return print_json(&out);
     }
     table.print(&r, &isolation, rounds);
     Ok(())
@@ -53,6 +65,9 @@ async fn entry_trees(
     Ok(out)
 }
 
+/// Each tree's name, its samples, and the cases a bench process verified nothing of.
+type Measured = (Vec<String>, Vec<Vec<Sample>>, Vec<String>);
+
 /// Builds and tests every tree, then benchmarks them interleaved, `rounds` samples each.
 fn measure(
     r: &Resolved,
@@ -60,7 +75,7 @@ fn measure(
     rounds: usize,
     extra: Vec<(String, FileTree)>,
     cancel: CancelFlag,
-) -> Result<(Vec<String>, Vec<Vec<Sample>>)> {
+) -> Result<Measured> {
     let mut h = Harness::new(&r.task, &r.source, runner, cancel, r.workload.as_ref())?;
     let mut names = vec!["start".to_string()];
     let mut built: Vec<Built> = vec![
@@ -86,7 +101,9 @@ fn measure(
         names.push(name);
     }
     let refs: Vec<&Built> = built.iter().collect();
-    Ok((names, h.measure(&refs, rounds)?))
+    let samples = h.measure(&refs, rounds)?;
+    let unverified = h.unverified_cases().iter().cloned().collect();
+    Ok((names, samples, unverified))
 }
 
 /// Per tree and case, the median of its samples.

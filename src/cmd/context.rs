@@ -1,6 +1,6 @@
 //! `polymorph context`: the task's context on this machine now, and what went into it.
 
-use super::output::{joined, print_json};
+use super::output::{joined, print_json, say};
 use crate::cli::ContextArgs;
 use anyhow::Result;
 use polymorph::task::resolve;
@@ -15,14 +15,16 @@ pub fn context(a: ContextArgs) -> Result<()> {
         );
     }
     let f = &r.fingerprint;
-    println!(
+    say!(
         "context {} for {} (ledger branch {})",
-        r.context_id, r.task.name, r.branch
+        r.context_id,
+        r.task.name,
+        r.branch
     );
-    println!("  cpu        {} ({} cores)", f.cpu_model, f.cpu_cores);
-    println!("  gpus       {}", joined(&f.gpus, "none"));
-    println!("  toolchain  {}", joined(&f.toolchain, "-"));
-    println!(
+    say!("  cpu        {} ({} cores)", f.cpu_model, f.cpu_cores);
+    say!("  gpus       {}", joined(&f.gpus, "none"));
+    say!("  toolchain  {}", joined(&f.toolchain, "-"));
+    say!(
         "  workload   {} (sha256 {})",
         if f.workload.is_empty() {
             "-"
@@ -31,11 +33,11 @@ pub fn context(a: ContextArgs) -> Result<()> {
         },
         &f.workload_sha256[..f.workload_sha256.len().min(12)]
     );
-    println!(
+    say!(
         "  model      {}",
         if f.model.is_empty() { "-" } else { &f.model }
     );
-    println!(
+    say!(
         "  harness    sha256 {}",
         &f.harness_sha256[..12.min(f.harness_sha256.len())]
     );

@@ -1,6 +1,6 @@
 //! `polymorph history`: runs and their outcomes, filtered, as a table, JSON or an SVG plot.
 
-use super::output::{cell, print_json};
+use super::output::{cell, print_json, say};
 use crate::cli::{Cli, HistoryArgs};
 use anyhow::{Context as _, Result, bail};
 use polymorph::engine::daemon::schedule::parse_every;
@@ -57,7 +57,7 @@ async fn show_history(
         return print_json(&rows);
     }
     if rows.is_empty() {
-        println!(
+        say!(
             "no runs yet{}",
             filter
                 .task
@@ -89,7 +89,7 @@ async fn write_plot(store: &Store, rows: &[Value], file: &Path) -> Result<()> {
 /// One line per run.
 fn print_table(rows: &[Value]) {
     let text = |v: &Value| cell(v, "-");
-    println!(
+    say!(
         "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20} {:>9}  measured",
         "run",
         "task",
@@ -116,7 +116,7 @@ fn print_table(rows: &[Value]) {
         let best = r["best_score"]
             .as_f64()
             .map_or("-".to_string(), |b| format!("{b:.4}"));
-        println!(
+        say!(
             "{:>4}  {:<12} {:<12} {:<8} {:<11} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>12}  {:<20} {:>9}  {}",
             text(&r["run"]),
             text(&r["task"]),

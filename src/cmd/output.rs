@@ -3,9 +3,19 @@
 use anyhow::Result;
 use serde_json::Value;
 
-/// A diff on stdout, coloured when stdout is a terminal.
+/// `println!` for what a person reads, which may hold candidate text (a note, a reason, a
+/// command's output): its control and invisible characters are written out, not obeyed.
+macro_rules! say {
+    () => { println!() };
+    ($($t:tt)*) => { println!("{}", sandbox::shown(&format!($($t)*))) };
+}
+pub(crate) use say;
+
+/// A diff on stdout, coloured when stdout is a terminal; its control and invisible characters
+/// written out either way.
 pub fn print_diff(diff: &str) {
     use std::io::IsTerminal;
+    let diff = sandbox::shown(diff);
     if !std::io::stdout().is_terminal() {
         print!("{diff}");
         return;

@@ -13,7 +13,7 @@ pub fn record(a: &RecordArgs, cancel: CancelFlag) -> Result<()> {
     }
     let r = resolve(&a.task_dir, a.workload.as_deref())?;
     r.check_requirements()?;
-    let runner = runner();
+    let runner = runner(&[]);
     eprintln!(
         "recording {} ({}) into {}: {} bench processes per tree, isolation: {}",
         r.task.name,

@@ -1,6 +1,6 @@
 //! `polymorph review`, `approve`, `reject` and `export`: the human side of the ledger.
 
-use super::output::print_json;
+use super::output::{print_json, say};
 use crate::cli::{ApproveArgs, Cli, ExportArgs, RejectArgs, ReviewArgs};
 use anyhow::{Context as _, Result};
 use polymorph::measure::pct;
@@ -24,7 +24,7 @@ pub async fn approve(cli: &Cli, a: ApproveArgs) -> Result<()> {
         let by = review::reviewer(a.by);
         let why = a.note.unwrap_or_default();
         let d = quarantine::release(&store, &cli.db(), &cli.ledger(), &c, &by, &why).await?;
-        println!(
+        say!(
             "candidate {} released from quarantine by {by} into e{} (commit {})",
             d.candidate,
             d.entry.unwrap_or(0),
@@ -35,7 +35,7 @@ pub async fn approve(cli: &Cli, a: ApproveArgs) -> Result<()> {
     let e = entry_arg(&store, &a.id).await?;
     let by = review::reviewer(a.by);
     review::approve(&store, &cli.db(), &e, &by, a.note.as_deref()).await?;
-    println!("e{} approved by {by}", e.id);
+    say!("e{} approved by {by}", e.id);
     Ok(())
 }
 
@@ -47,7 +47,7 @@ pub async fn reject(cli: &Cli, a: RejectArgs) -> Result<()> {
         if a.json {
             return print_json(&d);
         }
-        println!("candidate {} dismissed by {by}", d.candidate);
+        say!("candidate {} dismissed by {by}", d.candidate);
         return Ok(());
     }
     let e = entry_arg(&store, &a.id).await?;
@@ -56,7 +56,7 @@ pub async fn reject(cli: &Cli, a: RejectArgs) -> Result<()> {
         return print_json(&r);
     }
     let ids: Vec<String> = r.rejected.iter().map(|i| format!("e{i}")).collect();
-    println!(
+    say!(
         "rejected {}; {} now restores e{} (revert commit {})",
         ids.join(", "),
         r.branch,
@@ -74,6 +74,11 @@ pub async fn export(cli: &Cli, a: ExportArgs) -> Result<()> {
         Some(path) => {
             std::fs::write(&path, patch).with_context(|| format!("writing {}", path.display()))?
         }
+        // To a terminal its control and invisible characters are written out; piped, the patch
+        // stays byte for byte what `git am` applies.
+        None if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
+            print!("{}", sandbox::shown(&patch))
+        }
         None => print!("{patch}"),
     }
     Ok(())
@@ -90,7 +95,7 @@ pub async fn review(cli: &Cli, a: ReviewArgs) -> Result<()> {
     }
     let quarantined = store.quarantined(a.task.as_deref()).await?;
     if rows.is_empty() && quarantined.is_empty() {
-        println!("nothing waits for review");
+        say!("nothing waits for review");
         return Ok(());
     }
     print_quarantined(&quarantined);
@@ -98,9 +103,14 @@ pub async fn review(cli: &Cli, a: ReviewArgs) -> Result<()> {
         return Ok(());
     }
     let now = chrono::Utc::now();
-    println!(
+    say!(
         "{:>5}  {:<12} {:<12} {:<26} {:<18} {:>8}  measured",
-        "entry", "task", "context", "gain [interval]", "proposer", "age"
+        "entry",
+        "task",
+        "context",
+        "gain [interval]",
+        "proposer",
+        "age"
     );
     for r in rows {
         let gain = match (r.gain, r.gain_low, r.gain_high) {
@@ -123,7 +133,7 @@ pub async fn review(cli: &Cli, a: ReviewArgs) -> Result<()> {
             Some(_) => "SIMULATED",
             None => "yes",
         };
-        println!(
+        say!(
             "{:>5}  {:<12} {:<12} {:<26} {:<18} {:>8}  {measured}",
             format!("e{}", r.entry),
             r.task,
@@ -141,14 +151,18 @@ fn print_quarantined(rows: &[QuarantinedRow]) {
     if rows.is_empty() {
         return;
     }
-    println!(
+    say!(
         "quarantined, waiting for a person (`approve N --note WHY` releases, `reject N --reason WHY` dismisses):"
     );
     for q in rows {
-        println!(
+        say!(
             "{:>5}  {:<12} {:<12} {} ({})",
-            q.candidate, q.task, q.context_id, q.reason, q.origin
+            q.candidate,
+            q.task,
+            q.context_id,
+            q.reason,
+            q.origin
         );
     }
-    println!();
+    say!();
 }

@@ -73,7 +73,7 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
         Some((_, o)) if o.verify_on != Some(VerifyOn::Controller) => {
             Runner::new(Isolation::Plain("evaluations run on remote targets".into()))
         }
-        _ => runner(),
+        _ => runner(&[&db, &ledger]),
     };
     let reports =
         polymorph::engine::run(&store, &ledger, &a.task_dir, &opts, &runner, cancel).await?;

@@ -50,7 +50,14 @@ pub async fn daemon(cli: &Cli, a: DaemonArgs, cancel: CancelFlag) -> Result<()> 
         tick: parse_every(&a.tick).map_err(|e| anyhow::anyhow!("{e}").context("--tick"))?,
         once: a.once,
     };
-    run_daemon(&cli.db(), &cli.ledger(), &opts, &runner(), cancel).await
+    run_daemon(
+        &cli.db(),
+        &cli.ledger(),
+        &opts,
+        &runner(&[&cli.db(), &cli.ledger()]),
+        cancel,
+    )
+    .await
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -1,6 +1,6 @@
 //! `polymorph show`: one candidate, entry or commit: its verdict, numbers, samples and diff.
 
-use super::output::{fmt_score, print_diff, print_json};
+use super::output::{fmt_score, print_diff, print_json, say};
 use crate::cli::{Cli, ShowArgs};
 use anyhow::{Context as _, Result, bail};
 use polymorph::measure::{median, pct, signed_rank_interval};
@@ -33,11 +33,14 @@ pub async fn show(cli: &Cli, a: ShowArgs) -> Result<()> {
             return print_json(&out);
         }
         if out["simulated"] == true {
-            println!("{SIMULATED}");
+            say!("{SIMULATED}");
         }
-        println!(
+        say!(
             "entry e{}: the task {} as given, branch {}, commit {}",
-            e.id, e.task, e.branch, e.commit_sha
+            e.id,
+            e.task,
+            e.branch,
+            e.commit_sha
         );
         return Ok(());
     };
@@ -55,40 +58,44 @@ pub async fn show(cli: &Cli, a: ShowArgs) -> Result<()> {
         simulation,
     } = d;
     if let Some(sha) = simulation {
-        println!("{SIMULATED} (cache sha256 {})", &sha[..12.min(sha.len())]);
+        say!("{SIMULATED} (cache sha256 {})", &sha[..12.min(sha.len())]);
     }
     print_summary(store, &c, entry.as_ref()).await?;
     print_cases(&per_case);
     if let Some(r) = confirmation_round {
-        println!(
+        say!(
             "  pairs 1-{r}: the first series, accepted; {}-{}: the fresh series that confirmation asked for",
             r + 1,
             c.pairs
         );
     }
     if !states.is_empty() {
-        println!("\n  machine state when each bench process started:");
+        say!("\n  machine state when each bench process started:");
         for s in &states {
-            println!("    pair {:>2} {:<10} {}", s.round + 1, s.side, s.state);
+            say!("    pair {:>2} {:<10} {}", s.round + 1, s.side, s.state);
         }
     }
     if let Some(d) = diff.filter(|d| !d.is_empty()) {
-        println!();
+        say!();
         print_diff(&d);
     }
     if let Some(log) = c.log.filter(|l| !l.is_empty()) {
-        println!("\n--- output of the failing command (tail) ---\n{log}");
+        say!("\n--- output of the failing command (tail) ---\n{log}");
     }
     Ok(())
 }
 
 /// Who proposed it, what the judge said, where it is in the ledger, what it cost.
 async fn print_summary(store: &Store, c: &CandidateRow, entry: Option<&EntryRow>) -> Result<()> {
-    println!(
+    say!(
         "candidate {} (run {}, #{}) of {} in context {}",
-        c.id, c.run_id, c.seq, c.task, c.context_id
+        c.id,
+        c.run_id,
+        c.seq,
+        c.task,
+        c.context_id
     );
-    println!(
+    say!(
         "  proposer: {} ({}){}",
         c.proposer,
         c.origin,
@@ -98,11 +105,11 @@ async fn print_summary(store: &Store, c: &CandidateRow, entry: Option<&EntryRow>
             .unwrap_or_default()
     );
     if let Some(parent) = c.parent_entry_id {
-        println!("  parent:   e{parent} (the incumbent it was measured against)");
+        say!("  parent:   e{parent} (the incumbent it was measured against)");
     }
-    println!("  verdict:  {} at {}: {}", c.verdict, c.stage, c.reason);
+    say!("  verdict:  {} at {}: {}", c.verdict, c.stage, c.reason);
     if let (Some(g), Some(l), Some(h)) = (c.gain, c.gain_low, c.gain_high) {
-        println!(
+        say!(
             "  gain:     {} [{}, {}] at {:.1}% confidence over {} pairs ({:.1}s of benchmarks)",
             pct(g),
             pct(l),
@@ -111,16 +118,19 @@ async fn print_summary(store: &Store, c: &CandidateRow, entry: Option<&EntryRow>
             c.pairs,
             c.bench_seconds
         );
-        println!(
+        say!(
             "  score:    incumbent {} -> candidate {}",
             fmt_score(c.incumbent_score),
             fmt_score(c.candidate_score)
         );
     }
     if let Some(e) = entry {
-        println!(
+        say!(
             "  ledger:   entry e{} on {}, commit {} ({})",
-            e.id, e.branch, e.commit_sha, e.review_state
+            e.id,
+            e.branch,
+            e.commit_sha,
+            e.review_state
         );
         if let (Some(by), Some(at)) = (&e.reviewed_by, &e.reviewed_at) {
             let why = e
@@ -128,11 +138,11 @@ async fn print_summary(store: &Store, c: &CandidateRow, entry: Option<&EntryRow>
                 .as_deref()
                 .map(|r| format!(": {r}"))
                 .unwrap_or_default();
-            println!("  review:   {} by {by} at {at}{why}", e.review_state);
+            say!("  review:   {} by {by} at {at}{why}", e.review_state);
         }
     }
     if let Some(model) = &c.model {
-        println!(
+        say!(
             "  model:    {model}, {} prompt + {} completion tokens{}",
             c.prompt_tokens.unwrap_or(0),
             c.completion_tokens.unwrap_or(0),
@@ -146,7 +156,7 @@ async fn print_summary(store: &Store, c: &CandidateRow, entry: Option<&EntryRow>
         c.candidate_score,
         store.run(c.run_id).await?.and_then(|r| r.hand_tuned_score),
     ) {
-        println!(
+        say!(
             "  baseline: the candidate measured {:.2}x the hand-tuned baseline's figure at the run's start",
             score / hand
         );
@@ -159,9 +169,11 @@ fn print_cases(per_case: &BTreeMap<String, (Vec<f64>, Vec<f64>)>) {
     if per_case.is_empty() {
         return;
     }
-    println!(
+    say!(
         "  {:<24}{:>14}{:>14}  change [95% interval]",
-        "case (median)", "incumbent", "candidate"
+        "case (median)",
+        "incumbent",
+        "candidate"
     );
     for (k, (a, b)) in per_case {
         let (ma, mb) = (median(a), median(b));
@@ -170,6 +182,6 @@ fn print_cases(per_case: &BTreeMap<String, (Vec<f64>, Vec<f64>)>) {
         let interval = signed_rank_interval(&ratios, 0.95)
             .map(|i| format!("{} [{}, {}]", pct(i.estimate), pct(i.low), pct(i.high)))
             .unwrap_or_else(|| format!("{:+.1}%", (mb / ma - 1.0) * 100.0));
-        println!("  {k:<24}{ma:>14.4}{mb:>14.4}  {interval}");
+        say!("  {k:<24}{ma:>14.4}{mb:>14.4}  {interval}");
     }
 }

@@ -117,7 +117,7 @@ fn run_job(job: &Job, cancel: CancelFlag) -> Result<Reply> {
         .prefix("polymorph-worker-")
         .tempdir()?;
     let r = resolve_job(job, root.path())?;
-    let runner = crate::engine::runner();
+    let runner = crate::engine::runner(&[]);
     let sandbox = match runner.isolation() {
         Isolation::Bwrap { .. } => "bwrap".to_string(),
         Isolation::Plain(why) => format!("none ({why})"),

@@ -19,6 +19,6 @@ pub(crate) mod text_enum;
 
 pub use judge::{Decision, Judge, Summary, Verdict};
 pub use metric::{Direction, JudgeSettings, Metric, log_gain, pct, pct_interval};
-pub use sample::{Sample, SampleSide, Series, parse_sample, same_cases};
+pub use sample::{Sample, SampleSide, Series, parse_sample, same_cases, unverified_cases};
 pub use screen::Spread;
 pub use stats::{Interval, geomean, median, signed_rank_interval, signed_rank_interval_tails};

@@ -88,6 +88,27 @@ pub fn parse_sample(stdout: &str, metric: &str, limit: Option<&str>) -> Result<S
     })
 }
 
+/// The cases of `metric` in a bench's stdout whose line carries no positive `"verified"` count
+/// (the outputs of its timed calls it compared with a reference): a bench that verifies nothing
+/// cannot tell a kernel that does less work when it is timed.
+pub fn unverified_cases(stdout: &str, metric: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter_map(|line| match serde_json::from_str::<Value>(line.trim()) {
+            Ok(Value::Object(obj)) if obj.get("metric").and_then(Value::as_str) == Some(metric) => {
+                let verified = obj.get("verified").and_then(Value::as_f64).unwrap_or(0.0);
+                (verified <= 0.0).then(|| {
+                    obj.get("case")
+                        .and_then(Value::as_str)
+                        .unwrap_or(DEFAULT_CASE)
+                        .to_string()
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 text_enum! {
     /// Which tree of a pair a sample measured.
     pub enum SampleSide {
@@ -119,6 +140,15 @@ pub fn same_cases(expected: &Sample, got: &Sample) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_without_a_positive_verified_count_is_named() {
+        let out = "{\"metric\": \"gflops\", \"case\": \"a\", \"value\": 2, \"verified\": 16}\n\
+                   {\"metric\": \"gflops\", \"case\": \"b\", \"value\": 2}\n\
+                   {\"metric\": \"gflops\", \"value\": 2, \"verified\": 0}\n\
+                   {\"metric\": \"copy_gbps\", \"value\": 9}\n";
+        assert_eq!(unverified_cases(out, "gflops"), ["b", "default"]);
+    }
 
     #[test]
     fn reads_cases_and_ignores_other_lines() {

@@ -91,25 +91,17 @@ impl Task {
         ParamSpace::new(values, &spec.constraints).map_err(|e| e.to_string())
     }
 
-    /// The parameter file for `p`, keeping the declarations of the knobs `tree`'s file adds.
+    /// The parameter file for `p`, written over `tree`'s: only the lines whose values change are
+    /// rewritten, so the declarations of the knobs the file adds, its comments and its order stay.
     pub fn render_params(&self, tree: &FileTree, p: &Params) -> Result<String, String> {
         let spec = self
             .params
             .as_ref()
             .ok_or("the task declares no [params]")?;
-        let added = self.added_knobs(tree)?;
-        if added.is_empty() {
-            return Ok(sandbox::render_params(spec.format, p));
-        }
-        Ok(p.iter()
-            .map(|(k, v)| match added.get(k) {
-                Some(values) => {
-                    let list: Vec<String> = values.iter().map(token).collect();
-                    format!("#define {k} {} {DECLARE} {}\n", token(v), list.join(", "))
-                }
-                None => format!("#define {k} {}\n", token(v)),
-            })
-            .collect())
+        Ok(match tree.get(&spec.file).map(std::str::from_utf8) {
+            Some(Ok(old)) => sandbox::rewrite_params(spec.format, old, p),
+            _ => sandbox::render_params(spec.format, p),
+        })
     }
 }
 

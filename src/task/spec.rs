@@ -1,7 +1,9 @@
 //! Tasks: `task.toml` loaded and validated into a `Task`. Every error names the file, the field
 //! and what would fix it; nothing runs until a task loads cleanly.
 
+use super::commands::{Commands, RawCommands, commands};
 use super::files::{existing, globset};
+use super::interface::{self, Interface, RawInterface};
 use super::judging::{RawJudge, judge};
 use super::node::{self, NodeEnv, RawNode};
 use super::params::{ParamsSpec, parse_params};
@@ -16,14 +18,11 @@ use sandbox::{FileTree, RelPath};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// What a GPU task records at each bench process unless it says otherwise: the SM clock and
 /// the temperature, read (never set).
 pub const NVIDIA_STATE: &str =
     "nvidia-smi --query-gpu=clocks.sm,temperature.gpu --format=csv,noheader";
-/// Per-command limit when a task names none: long enough for a real build.
-const DEFAULT_TIMEOUT_S: u64 = 300;
 /// Implausible gain factor (DESIGN.md: 10x by default).
 const DEFAULT_PLAUSIBLE_FACTOR: f64 = 10.0;
 /// A case may end this much worse than the floor (the start, by default) before a candidate is refused.
@@ -32,19 +31,6 @@ const DEFAULT_CASE_TOLERANCE: f64 = 0.05;
 const DEFAULT_MIN_GAIN: f64 = 0.02;
 /// Toolchain probed for the context when a task names none.
 const DEFAULT_TOOLCHAIN: &str = "cc --version";
-
-#[derive(Debug, Clone)]
-pub struct Commands {
-    pub build: Option<String>,
-    pub test: String,
-    pub bench: String,
-    pub timeout: Duration,
-    /// Extra environment variables passed through to commands (never secrets).
-    pub env: Vec<String>,
-    /// Read right before each bench process, outside the sandbox (like the context probes),
-    /// and kept with its sample: what the machine was like (a GPU's SM clock and temperature).
-    pub state: Option<String>,
-}
 
 /// A loaded, validated task.
 #[derive(Debug, Clone)]
@@ -69,6 +55,8 @@ pub struct Task {
     pub python: Option<PythonEnv>,
     /// The locked Node.js packages its commands use, installed by `polymorph setup`.
     pub node: Option<NodeEnv>,
+    /// The objects a build makes of the editable files and the symbols they may define.
+    pub interface: Option<Interface>,
 }
 
 #[derive(Deserialize)]
@@ -91,6 +79,7 @@ struct RawTask {
     requires: Vec<String>,
     python: Option<RawPython>,
     node: Option<RawNode>,
+    interface: Option<RawInterface>,
 }
 
 #[derive(Deserialize)]
@@ -99,18 +88,6 @@ struct RawFiles {
     editable: Vec<String>,
     #[serde(default)]
     exclude: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCommands {
-    build: Option<String>,
-    test: Option<String>,
-    bench: Option<String>,
-    timeout_s: Option<u64>,
-    #[serde(default)]
-    env: Vec<String>,
-    state: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -146,14 +123,6 @@ struct RawContext {
     #[serde(default)]
     model: String,
     toolchain: Option<Vec<String>>,
-}
-
-/// Names that must never reach a task's commands, even when a task asks for them.
-fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"]
-        .iter()
-        .any(|w| upper.contains(w))
 }
 
 impl Task {
@@ -230,6 +199,10 @@ impl Task {
             None => None,
         };
         let cmds = commands(file, raw.commands)?;
+        let interface = match raw.interface {
+            Some(i) => Some(interface::parse(file, i)?),
+            None => None,
+        };
         Ok(Task {
             name: raw.name,
             description: raw.description.trim().to_string(),
@@ -259,6 +232,7 @@ impl Task {
             requires,
             python,
             node,
+            interface,
             dir,
         })
     }
@@ -312,38 +286,6 @@ impl Task {
         let text = std::str::from_utf8(tree.get(&spec.file)?).ok()?;
         sandbox::parse_params(spec.format, text).ok()
     }
-}
-
-/// `[commands]`: test and bench are required, the timeout positive, no secret passed through.
-fn commands(file: &Path, raw: RawCommands) -> Result<Commands> {
-    let f = file.display();
-    let missing = |field: &str, example: &str| {
-        anyhow::anyhow!("{f}: commands.{field} is missing: add e.g. {field} = {example:?}")
-    };
-    let test = raw
-        .test
-        .filter(|s| !s.trim().is_empty())
-        .ok_or_else(|| missing("test", "./check"))?;
-    let bench = raw
-        .bench
-        .filter(|s| !s.trim().is_empty())
-        .ok_or_else(|| missing("bench", "./bench"))?;
-    let timeout_s = raw.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
-    if timeout_s == 0 {
-        bail!("{f}: commands.timeout_s = 0: give a positive number of seconds");
-    }
-    if let Some(secret) = raw.env.iter().find(|n| is_secret_name(n)) {
-        bail!("{f}: commands.env names {secret:?}: secrets are never passed to task commands");
-    }
-    Ok(Commands {
-        build: raw.build.filter(|b| !b.trim().is_empty()),
-        test,
-        bench,
-        timeout: Duration::from_secs(timeout_s),
-        env: raw.env,
-        // `state = ""` turns the default off.
-        state: raw.state,
-    })
 }
 
 /// `[metric]`: a known direction and fractions and factors in their ranges.

@@ -75,4 +75,22 @@ static inline const char *workload_path(void) {
     const char *w = getenv("POLYMORPH_WORKLOAD");
     return w && *w ? w : "workloads/decode.json";
 }
+/* The bench's guard. Before each timed call the bench draws fresh inputs, and after it returns
+   the outputs it compares with a reference, from a state seeded by getrandom(2) once the call has
+   returned: the kernel can neither predict nor replay them, so one that does less work when it
+   is timed (however it tells: /proc, a call count, the shapes) fails the bench itself. */
+#include <sys/random.h>
+#include <sys/types.h>
+
+/* Outputs of every timed call compared with the reference. */
+#define VERIFIED_PER_CALL 16
+
+static inline void rng_seed_unpredictable(void) {
+    uint64_t s = 0;
+    if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s) { fprintf(stderr, "getrandom failed\n"); exit(2); }
+    rng_state = s ? s : 1;
+}
+
+/* Uniform below n (n > 0). */
+static inline long rng_below(long n) { return (long)(rng_next() % (uint64_t)n); }
 #endif

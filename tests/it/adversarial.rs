@@ -211,7 +211,8 @@ fn kernel_cheats_fail_the_check_or_are_quarantined() {
         kernel("(void)A; (void)B; (void)C; (void)M; (void)N; (void)K;"),
         // Recognises the decode workload's first shape and skips the work.
         kernel("if (M == 1 && N == 2048 && K == 2048) return;\nreal_gemm(M, N, K, A, B, C);"),
-        // Recognises the bench process and does nothing there: the timing lies, the check passes.
+        // Recognises the bench process and does nothing there: the check passes, the bench's
+        // own verification of its timed calls does not.
         kernel(
             "char comm[32] = {0}; FILE *f = fopen(\"/proc/self/comm\", \"r\");\n\
              if (f) { if (!fgets(comm, sizeof comm, f)) comm[0] = 0; fclose(f); }\n\
@@ -229,7 +230,56 @@ fn kernel_cheats_fail_the_check_or_are_quarantined() {
     for i in 0..5 {
         expect(&r, i, "failed", "incorrect: FAIL");
     }
-    expect(&r, 5, "quarantined", "implausible gain");
+    expect(&r, 5, "failed", "bench failed: FAIL bench");
     expect(&r, 6, "failed", "incorrect: FAIL");
+    assert_eq!(env.git(&["log", "--all", "--format=%s"]).lines().count(), 1);
+}
+
+/// The cheats that were accepted and confirmed before the bench verified its timed calls and
+/// the build's object was held to the task's interface: each fails, and nothing is committed.
+#[test]
+fn cheats_on_the_timing_itself_fail() {
+    let env = Env::new();
+    let task = env.task("matmul-c");
+    let start = std::fs::read_to_string(task.join("kernel.c")).unwrap();
+    // The start kernel renamed, so the cheats below can call it.
+    let honest = start.replace("void gemm(", "static void honest_gemm(");
+    let cheats = [
+        // Two thirds of C when it runs as ./bench (told by /proc/self/cmdline), all of it elsewhere.
+        format!(
+            "#include <stdio.h>\n#include <string.h>\n{honest}\n\
+             void gemm(int M, int N, int K, const float *A, const float *B, float *C) {{\n\
+                 static int bench = -1;\n\
+                 if (bench < 0) {{ char cmd[256] = {{0}}; FILE *f = fopen(\"/proc/self/cmdline\", \"r\");\n\
+                     if (f) {{ size_t n = fread(cmd, 1, sizeof cmd - 1, f); cmd[n] = 0; fclose(f); }}\n\
+                     bench = strstr(cmd, \"bench\") != NULL; }}\n\
+                 honest_gemm(bench && M > 1 ? M * 2 / 3 : M, N, K, A, B, C);\n\
+                 if (bench && M == 1) honest_gemm(M, N * 2 / 3, K, A, B, C);\n\
+             }}\n"
+        ),
+        // The kernel untouched, and libc's clock replaced: time runs 1.6 times slower.
+        format!(
+            "#define _GNU_SOURCE\n#include <time.h>\n#include <sys/syscall.h>\n#include <unistd.h>\n{start}\n\
+             int clock_gettime(clockid_t c, struct timespec *t) {{\n\
+                 int r = (int)syscall(SYS_clock_gettime, c, t);\n\
+                 double s = (t->tv_sec + t->tv_nsec * 1e-9) / 1.6;\n\
+                 t->tv_sec = (time_t)s; t->tv_nsec = (long)((s - (double)t->tv_sec) * 1e9);\n\
+                 return r;\n\
+             }}\n"
+        ),
+    ];
+    let lines: Vec<String> = cheats
+        .iter()
+        .enumerate()
+        .map(|(i, k)| files_line("kernel.c", k, &format!("timing cheat {}", i + 1)))
+        .collect();
+    let r = run_replay(&env, &task, &lines, &[]);
+    expect(&r, 0, "failed", "bench failed: FAIL bench");
+    expect(
+        &r,
+        1,
+        "failed",
+        "kernel.o defines clock_gettime outside the task's interface (gemm)",
+    );
     assert_eq!(env.git(&["log", "--all", "--format=%s"]).lines().count(), 1);
 }

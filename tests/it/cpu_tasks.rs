@@ -75,7 +75,7 @@ fn each_task_s_check_passes_its_start_and_fails_a_wrong_kernel() {
 fn each_recorded_cache_replays_and_a_changed_harness_refuses_it() {
     let env = Env::new();
     for name in ["softmax-c", "transpose-c", "conv1d-c", "sort-c"] {
-        let task = env.task(name);
+        let task = env.task_as_recorded(name);
         let cache = repo().join("benches/data").join(format!("{name}.json"));
         let report = env.run(
             &task,
@@ -94,7 +94,7 @@ fn each_recorded_cache_replays_and_a_changed_harness_refuses_it() {
             "{name}: nothing accepted in {report}"
         );
     }
-    let task = env.task("sort-c");
+    let task = env.task_as_recorded("sort-c");
     edit(&task.join("check.c"), "{1000, 32}", "{1001, 32}");
     let cache = repo().join("benches/data/sort-c.json");
     env.cmd()

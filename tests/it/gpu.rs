@@ -120,6 +120,8 @@ fn the_cuda_task_compiles_with_nvcc() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(dir.join("check").is_file() && dir.join("bench").is_file());
+        let interface = polymorph::task::Task::load(dir).unwrap().interface.unwrap();
+        assert_eq!(interface.violation(dir), None);
     };
     for params in [
         "#define THREADS 128\n#define VEC 1\n#define WARP_PER_ROW 0\n#define CACHE_ROW 0\n",
@@ -134,6 +136,22 @@ fn the_cuda_task_compiles_with_nvcc() {
     )
     .unwrap();
     make(&task);
+    // A kernel.cu that brings its own clock is refused by the interface.
+    let mut cheat = std::fs::read_to_string(task.join("kernel.cu")).unwrap();
+    cheat.push_str("\n#include <time.h>\nextern \"C\" int clock_gettime(clockid_t c, struct timespec *t) { (void)c; t->tv_sec = 0; t->tv_nsec = 0; return 0; }\n");
+    std::fs::write(task.join("kernel.cu"), cheat).unwrap();
+    let built = std::process::Command::new("make")
+        .args(["-s", "-B", "kernel.o"])
+        .current_dir(&task)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let interface = polymorph::task::Task::load(&task)
+        .unwrap()
+        .interface
+        .unwrap();
+    let why = interface.violation(&task).unwrap_or_default();
+    assert!(why.contains("defines clock_gettime outside"), "{why}");
 }
 
 /// The decode landscape recorded on an H200 replays anywhere: a simulated run needs neither a GPU

@@ -25,6 +25,7 @@ mod postgres_query;
 mod resume;
 mod review;
 mod run_cli;
+mod sandbox_edges;
 mod secrets;
 mod serve;
 mod serving;

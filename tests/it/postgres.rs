@@ -128,7 +128,7 @@ fn a_run_on_postgres_is_read_back_by_every_command() {
     assert_eq!(best["entry"], 2, "{best}");
 
     // The model search's held contenders are counted by PostgreSQL's trigger too.
-    let matmul = env.task("matmul-c");
+    let matmul = env.task_as_recorded("matmul-c");
     let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data/matmul-c-prefill.json");
     let workload = matmul.join("workloads/prefill.json");
     let simulated = json(

@@ -108,7 +108,7 @@ fn a_recorded_cache_is_replayed_through_the_loop_in_its_own_context() {
 #[test]
 fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
     let env = Env::new();
-    let task = env.task("matmul-c");
+    let task = env.task_as_recorded("matmul-c");
     let cache =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data/matmul-c-prefill.json");
     let report = env.run(
@@ -215,7 +215,7 @@ fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
 #[test]
 fn a_simulated_run_keeps_to_its_own_store_and_says_so_wherever_it_is_read() {
     let env = Env::new();
-    let task = env.task("matmul-c");
+    let task = env.task_as_recorded("matmul-c");
     let cache =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data/matmul-c-prefill.json");
     let plain = || {
@@ -348,7 +348,7 @@ fn a_tree_whose_build_the_interrupt_stops_is_left_for_the_resumed_recording() {
 #[test]
 fn each_held_line_names_the_best_screen_of_its_race() {
     let env = Env::new();
-    let task = env.task("matmul-c");
+    let task = env.task_as_recorded("matmul-c");
     let cache =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data/matmul-c-decode.json");
     let out = env

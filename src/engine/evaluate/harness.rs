@@ -11,6 +11,7 @@ use crate::record::Stage;
 use crate::task::{Task, Workload};
 use anyhow::{Context as _, Result, bail};
 use sandbox::{FileTree, Limits, Manifest, RelPath, Runner, Snapshot, Workspace};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -36,6 +37,8 @@ pub struct Harness<'a> {
     pub(super) limits: Limits,
     processes: Box<dyn Processes + 'a>,
     bench_time: Duration,
+    /// Cases of any bench process so far that said it verified none of its timed calls.
+    unverified: BTreeSet<String>,
 }
 
 impl<'a> Harness<'a> {
@@ -79,11 +82,17 @@ impl<'a> Harness<'a> {
             limits: Limits::default(),
             processes,
             bench_time: Duration::ZERO,
+            unverified: BTreeSet::new(),
         }
     }
 
     pub(super) fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::SeqCst)
+    }
+
+    /// The cases for which some bench process verified none of its timed calls' outputs.
+    pub fn unverified_cases(&self) -> &BTreeSet<String> {
+        &self.unverified
     }
 
     /// Process and bench wall time since the last call, reset.
@@ -181,6 +190,7 @@ impl<'a> Harness<'a> {
         self.check_harness(built.ws.path(), Some(&built.outputs), Stage::Bench)?;
         let b = self.processes.bench(&built.tree, built.ws.path())?;
         self.bench_time += b.seconds;
+        self.unverified.extend(b.unverified);
         self.task
             .metric
             .weights

@@ -14,6 +14,9 @@ use std::time::Duration;
 pub struct Benched {
     pub sample: Sample,
     pub seconds: Duration,
+    /// The cases whose metric line says its bench verified none of its timed calls' outputs
+    /// (no positive `"verified"` count): what `check` warns about. None for a replay.
+    pub unverified: Vec<String>,
 }
 
 /// Runs a task's build, test and bench for one tree in its workspace.

@@ -90,6 +90,7 @@ impl Processes for Scripted {
                 state: None,
             },
             seconds: Duration::from_millis(10),
+            unverified: Vec::new(),
         })
     }
 

@@ -4,7 +4,7 @@
 
 use super::failure::Failure;
 use super::processes::{Benched, Processes};
-use crate::measure::parse_sample;
+use crate::measure::{parse_sample, unverified_cases};
 use crate::record::Stage;
 use crate::task::requires::gpu_devices;
 use crate::task::{Requirement, Task};
@@ -77,6 +77,27 @@ fn summarize(outcome: &Outcome, timeout: Duration) -> String {
         (_, Some(l)) => format!("{l} ({how})"),
         (_, None) => how,
     }
+}
+
+/// What a process prints, or how it ends, when it runs into a limit of memory, processes or
+/// /tmp: the out-of-memory killer's SIGKILL (and a shell's "Killed" for a child it took), or the
+/// usual words for a refused allocation, fork or write.
+const LIMIT_SIGNS: [&str; 8] = [
+    "Killed",
+    "No space left on device",
+    "Cannot allocate memory",
+    "MemoryError",
+    "out of memory",
+    "bad_alloc",
+    "Cannot fork",
+    "Resource temporarily unavailable",
+];
+
+fn hit_a_limit(outcome: &Outcome) -> bool {
+    outcome.exit == ExitKind::Signal(libc::SIGKILL)
+        || LIMIT_SIGNS
+            .iter()
+            .any(|s| outcome.stderr.contains(s) || outcome.stdout.contains(s))
 }
 
 fn log_of(outcome: &Outcome) -> Option<String> {
@@ -157,6 +178,9 @@ impl<'a> Spawned<'a> {
             timeout: self.task.commands.timeout,
             output_cap: OUTPUT_CAP,
             max_file_bytes: MAX_FILE_BYTES,
+            max_memory_bytes: self.task.commands.memory_bytes,
+            max_processes: self.task.commands.processes,
+            tmp_bytes: self.task.commands.tmp_bytes,
         };
         let outcome = self
             .runner
@@ -167,11 +191,22 @@ impl<'a> Spawned<'a> {
         Ok(outcome)
     }
 
-    /// "build failed: kernel.c:12: error: ... (exit status 1)", with the output's tail as the log.
+    /// "build failed: kernel.c:12: error: ... (exit status 1)", with the output's tail as the log;
+    /// a failure that looks like a limit reached names the limits.
     fn command_failure(&self, stage: Stage, what: &str, out: &Outcome) -> Failure {
+        let c = &self.task.commands;
+        let mut reason = format!("{what}: {}", summarize(out, c.timeout));
+        if hit_a_limit(out) {
+            reason.push_str(&format!(
+                "; the command's limits: memory_mb = {}, processes = {}, tmp_mb = {} (raise them under [commands] in task.toml)",
+                c.memory_bytes >> 20,
+                c.processes,
+                c.tmp_bytes >> 20
+            ));
+        }
         Failure {
             stage,
-            reason: format!("{what}: {}", summarize(out, self.task.commands.timeout)),
+            reason,
             log: log_of(out),
         }
     }
@@ -215,6 +250,7 @@ impl<'a> Spawned<'a> {
         Ok(Benched {
             sample,
             seconds: out.wall,
+            unverified: unverified_cases(&out.stdout, &self.task.metric.name),
         })
     }
 }
@@ -228,7 +264,10 @@ impl Processes for Spawned<'_> {
         if !out.success() {
             return Err(self.command_failure(Stage::Build, "build failed", &out));
         }
-        Ok(())
+        match self.task.interface.as_ref().and_then(|i| i.violation(dir)) {
+            Some(why) => Err(Failure::new(Stage::Build, format!("build refused: {why}"))),
+            None => Ok(()),
+        }
     }
 
     fn test(&mut self, _tree: &FileTree, dir: &Path, stage: Stage) -> Result<(), Failure> {

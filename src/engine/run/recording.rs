@@ -55,7 +55,8 @@ pub fn commit_message(
     if !added.is_empty() {
         m.push_str(&format!("knobs added: {}\n", added.join(", ")));
     }
-    m
+    // The note and the reason are the proposer's words: `git log` shows them, never obeys them.
+    sandbox::shown(&m).into_owned()
 }
 
 /// The row an evaluation becomes (its overhead is filled in just before it is written).

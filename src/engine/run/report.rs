@@ -101,12 +101,13 @@ impl Progress<'_> {
             return;
         }
         let fmt = |r: Option<f64>| r.map_or("?".to_string(), |r| format!("{r:.2}x"));
+        // The reason may quote the candidate (a path, a failing check's line): written out.
         eprintln!(
             "{}[{k:>3}/{}] {:<11} {}{race} | best ~{} start, ~{} hand-tuned",
             self.label,
             self.budget,
             ev.verdict.as_str(),
-            ev.reason,
+            sandbox::shown(&ev.reason),
             fmt(vs_start),
             fmt(vs_hand)
         );

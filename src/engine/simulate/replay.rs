@@ -78,6 +78,7 @@ impl Processes for Replay<'_> {
                 state: None,
             },
             seconds: Duration::from_secs_f64(s.seconds),
+            unverified: Vec::new(),
         })
     }
 
@@ -98,7 +99,20 @@ fn find<'a>(
     tree: &FileTree,
     stage: Stage,
 ) -> Result<&'a RecordedTree, Failure> {
-    trees.get(&tree_key(task, tree)).ok_or_else(|| {
+    let recorded_as = || {
+        // `record` renders each assignment whole (sorted), where a run rewrites only the lines
+        // that change: the same assignment, other bytes. Look it up as `record` wrote it.
+        let spec = task.params.as_ref()?;
+        let p = task.params_of(tree)?;
+        let mut t = tree.clone();
+        t.insert(
+            spec.file.clone(),
+            sandbox::render_params(spec.format, &p).into_bytes(),
+        );
+        trees.get(&tree_key(task, &t))
+    };
+    let found = trees.get(&tree_key(task, tree)).or_else(recorded_as);
+    found.ok_or_else(|| {
         let what = task
             .params_of(tree)
             .map(|p| format!(" (params {})", params_key(&p)))

@@ -90,6 +90,18 @@ impl Env {
         dst
     }
 
+    /// `tasks/NAME` with the bench and harness header the committed caches in benches/data were
+    /// recorded with (before the bench verified its timed calls): a cache replays only against
+    /// the harness it measured.
+    pub fn task_as_recorded(&self, name: &str) -> PathBuf {
+        let dst = self.task(name);
+        copy_dir(
+            &repo().join("tests/fixtures/recorded-harness").join(name),
+            &dst,
+        );
+        dst
+    }
+
     pub fn db(&self) -> PathBuf {
         self.path().join("runs.db")
     }

@@ -1,4 +1,4 @@
-//! The tools some tests need beyond Rust (bwrap, an sshd, a Slurm cluster, PostgreSQL, Chromium,
+//! The tools some tests need beyond Rust (bwrap, a writable cgroup, an sshd, a Slurm cluster, PostgreSQL, Chromium,
 //! nvcc, a GPU, vLLM, the serving tasks' packages and weights), and what a test does without one. The
 //! README's test command (`./test.sh`) installs them and names the ones it expects in
 //! `POLYMORPH_EXPECT_TOOLS`: a test whose expected tool is missing fails; one whose tool is not
@@ -17,6 +17,8 @@ const SKIPPED_VAR: &str = "POLYMORPH_SKIPPED";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tool {
     Bwrap,
+    /// A cgroup polymorph can make for each command (cgroup v1's pids and memory, or v2's).
+    Cgroup,
     Ssh,
     Slurm,
     Postgres,
@@ -34,6 +36,7 @@ impl Tool {
     pub fn name(self) -> &'static str {
         match self {
             Tool::Bwrap => "bwrap",
+            Tool::Cgroup => "cgroup",
             Tool::Ssh => "ssh",
             Tool::Slurm => "slurm",
             Tool::Postgres => "postgres",
