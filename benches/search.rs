@@ -53,7 +53,7 @@ struct Landscape {
 impl Landscape {
     fn load(root: &Path, cache_path: &Path) -> Self {
         let cache = Cache::load(cache_path).unwrap();
-        let task = root.join("tasks").join(&cache.task);
+        let task = as_recorded(root, &cache.task);
         let spec = polymorph::task::Task::load(&task).unwrap();
         let sign = match spec.metric.direction {
             Direction::Maximize => 1.0,
@@ -88,6 +88,27 @@ impl Landscape {
             screen_pairs: spec.judge.screen_pairs,
         }
     }
+}
+
+/// A copy of `tasks/NAME` (under target/) with the harness files the committed caches were
+/// recorded with laid over it (`tests/fixtures/recorded-harness/NAME`, where the harness has
+/// changed since): a cache replays only against the harness it measured.
+fn as_recorded(root: &Path, name: &str) -> PathBuf {
+    let dst = root.join("target/search-tasks").join(name);
+    let _ = std::fs::remove_dir_all(&dst);
+    std::fs::create_dir_all(&dst).unwrap();
+    let recorded = root.join("tests/fixtures/recorded-harness").join(name);
+    for src in [root.join("tasks").join(name), recorded] {
+        if src.is_dir() {
+            let ok = std::process::Command::new("cp")
+                .arg("-rT")
+                .args([&src, &dst])
+                .status()
+                .unwrap();
+            assert!(ok.success(), "copying {}", src.display());
+        }
+    }
+    dst
 }
 
 /// What one seeded polymorph run shipped at each budget, and its cost.

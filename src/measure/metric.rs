@@ -51,6 +51,20 @@ pub struct JudgeSettings {
     pub confidence: f64,
     /// What no case may end worse than by more than `case_tolerance`.
     pub floor: Floor,
+    /// The decision rule.
+    pub rule: Rule,
+}
+
+/// The judge's decision rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Rule {
+    /// At a look, the signed-rank bound and the bound on the mean gain both clear the
+    /// threshold, with an early look at two pairs when the spread is known (since 2026-12-05).
+    #[default]
+    Mean,
+    /// The signed-rank bound alone, with no early look: the rule before 2026-12-05, which
+    /// bounds the pseudo-median only. Kept so that the `sequential` bench shows both.
+    PseudoMedian,
 }
 
 /// The machine's bound on a task's work, as the task declares it (`[metric] bound`): the most

@@ -4,27 +4,64 @@
 
 use super::metric::JudgeSettings;
 
-/// How a simulated bench process varies: log-normal noise of `sd`, and with probability
-/// `slow_p` a process-level slowdown of `slow` (log), as a shared machine produces.
+/// How a simulated bench process varies: noise of `sd` with the given `shape`, and with
+/// probability `slow_p` a process-level slowdown of `slow` (log), as a shared machine produces
+/// (with `slow_p` 0.2 and a large `slow`, a bimodal candidate: fast in most processes, much
+/// slower in some). Draws are centred: their mean is zero, so a simulated true gain is the mean
+/// gain a user gets, whatever the shape.
 #[derive(Debug, Clone, Copy)]
 pub struct Noise {
     pub sd: f64,
     pub slow_p: f64,
     pub slow: f64,
+    pub shape: Shape,
+}
+
+/// The shape of a process's noise around its slow mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Log-normal times.
+    Normal,
+    /// Skewed: exponential slowdowns (most processes a little fast, a few much slower).
+    Skewed,
+    /// Heavy-tailed: Student's t with 3 degrees of freedom, scaled to `sd`.
+    Heavy,
+}
+
+/// One standard normal (Box-Muller).
+fn normal(rng: &mut impl rand::Rng) -> f64 {
+    let (u, v): (f64, f64) = (rng.random::<f64>().max(f64::MIN_POSITIVE), rng.random());
+    (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
 }
 
 impl Noise {
-    /// One process's log-deviation from the true score.
+    /// Plain log-normal noise of `sd`.
+    pub fn normal(sd: f64) -> Noise {
+        Noise {
+            sd,
+            slow_p: 0.0,
+            slow: 0.0,
+            shape: Shape::Normal,
+        }
+    }
+
+    /// One process's log-deviation from the true score (mean zero).
     pub fn draw(&self, rng: &mut impl rand::Rng) -> f64 {
-        // Box-Muller: one standard normal from two uniforms.
-        let (u, v): (f64, f64) = (rng.random::<f64>().max(f64::MIN_POSITIVE), rng.random());
-        let z = (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos();
+        let z = match self.shape {
+            Shape::Normal => normal(rng),
+            // Exp(1) has mean 1 and sd 1: 1 - Exp(1) is centred, with a long slow tail.
+            Shape::Skewed => 1.0 + rng.random::<f64>().max(f64::MIN_POSITIVE).ln(),
+            Shape::Heavy => {
+                let chi2: f64 = (0..3).map(|_| normal(rng).powi(2)).sum();
+                normal(rng) / (chi2 / 3.0).sqrt() / 3f64.sqrt()
+            }
+        };
         let slow = if rng.random::<f64>() < self.slow_p {
             self.slow
         } else {
             0.0
         };
-        z * self.sd - slow
+        z * self.sd - slow + self.slow_p * self.slow
     }
 }
 
@@ -109,11 +146,13 @@ mod tests {
             max_pairs: 20,
             confidence: 0.95,
             floor: crate::measure::objective::Floor::Start,
+            rule: Default::default(),
         };
         let noise = Noise {
             sd: 0.03,
             slow_p: 0.1,
             slow: 0.1,
+            shape: Shape::Normal,
         };
         let at = simulate(&metric, &s, 1.02f64.ln(), noise, 4000, 7);
         // 2.5% plus three standard errors of a 4000-draw estimate.

@@ -64,7 +64,7 @@ impl Judge<'_> {
     /// the screening pairs as a held contender, never accepted (the
     /// search's race sends its leader to the full judgement, in fresh pairs, as a new candidate).
     pub fn screen(&self, pairs: &[(Sample, Sample)]) -> Decision {
-        let decision = self.decide(pairs);
+        let decision = self.decide_series(pairs, false);
         let n = pairs.len();
         if decision != Decision::Continue {
             return decision;
@@ -119,6 +119,7 @@ mod tests {
             max_pairs: 20,
             confidence: 0.95,
             floor: crate::measure::objective::Floor::Start,
+            rule: Default::default(),
         }
     }
 

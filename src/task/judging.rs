@@ -41,6 +41,7 @@ pub(super) fn judge(file: &Path, raw: RawJudge, has_hand_tuned: bool) -> Result<
                 anyhow::anyhow!("{f}: judge.floor: {e}", f = file.display())
             })?,
         },
+        rule: Default::default(),
     };
     if judge.floor == Floor::HandTuned && !has_hand_tuned {
         bail!(

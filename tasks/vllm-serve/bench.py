@@ -67,6 +67,7 @@ def p90(xs):
 
 
 answered = [i for i, s in enumerate(scored) if s["complete"]]
+checked = 0
 if answered:
     r = traffic.Rng(int(os.environ.get("POLYMORPH_SEED", "1")))
     picked = [answered[r.int(0, len(answered) - 1)] for _ in range(VERIFIED)]
@@ -81,13 +82,15 @@ if answered:
             ok, _, why = verify.judge(cut, want)
             if not ok:
                 raise SystemExit(f"request {i}: its answer is not the reference's: {why}")
+            checked += 1
 
 
-def line(metric, value):
-    print(json.dumps({"metric": metric, "case": w["name"], "value": value}))
+def line(metric, value, **extra):
+    print(json.dumps({"metric": metric, "case": w["name"], "value": value, **extra}))
 
 
-line("goodput", (good + 0.5) / w["window_s"])
+# "verified": how many of the answers served in the timed window were compared with the reference.
+line("goodput", (good + 0.5) / w["window_s"], verified=checked)
 line("ttft_p90_ms", p90([s["ttft"] for s in scored]))
 line("tpot_p90_ms", p90([s["tpot"] for s in finished]))
 line("finished", len(finished) / len(reqs))

@@ -16,6 +16,7 @@ mod faults;
 mod gpu;
 mod knobs;
 mod layers;
+mod layout;
 mod llm_serve;
 mod lying_worker;
 mod objective;

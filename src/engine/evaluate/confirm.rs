@@ -1,6 +1,7 @@
 //! The confirmation series that bounds false acceptance per run. A candidate the judge accepts
-//! is judged again, in a fresh series of pairs with a fresh build, and committed only when that
-//! series accepts it too. The judge's one-sided error at the threshold is alpha = 2.5% a series,
+//! is judged again, in a fresh series of pairs, the incumbent and the candidate built afresh
+//! under another code layout (`Harness::confirm_tree`), and committed only when that series
+//! accepts it too. The judge's one-sided error at the threshold is alpha = 2.5% a series,
 //! so a candidate with no real gain passes both with probability at most alpha^2 (0.0625%), and a
 //! run of B candidates, whatever proposes them (hill, random, replay, the agent, remote `--jobs`
 //! batches, the same change proposed again), accepts one with probability at most B * alpha^2:
@@ -36,6 +37,9 @@ pub fn confirmed(first: Evaluation, mut second: Evaluation) -> Evaluation {
             )
         }
     };
+    // The first series' build stays the one kept: the confirmation's was made under another
+    // code layout, and every later candidate is built under the usual one.
+    second.built = first.built.or(second.built);
     let mut pairs = first.pairs;
     second.confirmation_from = Some(pairs.len());
     pairs.append(&mut second.pairs);

@@ -11,6 +11,10 @@ use agent::{Proposal, ProposedChange};
 use sandbox::{Change, FileTree, Limits, RelPath, verify_change};
 use std::collections::BTreeMap;
 
+/// Code layouts a confirmation series is built under (`POLYMORPH_LAYOUT` = 1, 2 or 3); the
+/// shipped C tasks align functions and loops differently under each (docs/writing-a-task.md).
+const LAYOUTS: u32 = 3;
+
 /// Everything known about one evaluated candidate.
 pub struct Evaluation {
     pub verdict: Verdict,
@@ -155,6 +159,36 @@ impl Harness<'_> {
                 ev
             }
         }
+    }
+
+    /// The confirmation series of an accepted `tree`: the incumbent and `tree` built afresh
+    /// under a code layout drawn at random (`POLYMORPH_LAYOUT`, 1 to `LAYOUTS`), so a speed that
+    /// came from where code happened to fall in the first series' builds does not pass twice,
+    /// then judged as `evaluate_tree` judges. Both are built alike, so the layout itself favours
+    /// neither side.
+    pub fn confirm_tree(
+        &mut self,
+        tree: FileTree,
+        incumbent: &FileTree,
+        judge: &Judge<'_>,
+    ) -> Evaluation {
+        self.set_layout(Some(rand::random_range(1..=LAYOUTS)));
+        self.take_times();
+        let again = self.prepare(incumbent.clone());
+        let (rebuild, _) = self.take_times();
+        let mut ev = match again {
+            Ok(inc) => self.evaluate_tree(tree, &inc, judge, false),
+            Err(f) => Evaluation::failed(Failure {
+                reason: format!(
+                    "the incumbent, built again for the confirmation series: {}",
+                    f.reason
+                ),
+                ..f
+            }),
+        };
+        ev.process_seconds += rebuild.as_secs_f64();
+        self.set_layout(None);
+        ev
     }
 
     /// Builds and tests a verified candidate tree, benchmarks it interleaved with the

@@ -165,7 +165,7 @@ impl<'a> Evaluator<'a> {
                     if let Some(tree) = ev.tree.clone().filter(|_| needs_confirmation(&ev)) {
                         harness.keep_intact(inc)?;
                         let again = tokio::task::block_in_place(|| {
-                            harness.evaluate_tree(tree, inc, &judge, false)
+                            harness.confirm_tree(tree, &inc.tree, &judge)
                         });
                         self.spread.add(&self.weights, &again.pairs);
                         ev = confirmed(ev, again);

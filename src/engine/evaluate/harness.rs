@@ -86,6 +86,11 @@ impl<'a> Harness<'a> {
         }
     }
 
+    /// Every command from now on under code layout `layout`, or under none.
+    pub(super) fn set_layout(&mut self, layout: Option<u32>) {
+        self.processes.set_layout(layout);
+    }
+
     pub(super) fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::SeqCst)
     }

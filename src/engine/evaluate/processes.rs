@@ -33,4 +33,8 @@ pub trait Processes {
     /// Whether nothing after the build can write the tree or outlive its command (bwrap, or no
     /// process at all), so a file's stamp is proof enough that it is unchanged.
     fn frozen_after_build(&self) -> bool;
+    /// Runs every command from now on under code layout `layout` (`POLYMORPH_LAYOUT` in its
+    /// environment, which a task's build may use to place code otherwise), or under none. A
+    /// replayed cache and a test's script have no layout to change.
+    fn set_layout(&mut self, _layout: Option<u32>) {}
 }

@@ -35,6 +35,8 @@ pub struct Spawned<'a> {
     /// Device nodes the task's commands see (a GPU's, when the task requires one).
     devices: Vec<PathBuf>,
     process_time: Duration,
+    /// The code layout of a confirmation's builds (`Processes::set_layout`).
+    layout: Option<u32>,
 }
 
 /// The last `cap` bytes of `text` (cut at a character boundary).
@@ -148,6 +150,7 @@ impl<'a> Spawned<'a> {
                 Vec::new()
             },
             process_time: Duration::ZERO,
+            layout: None,
         }
     }
 
@@ -163,6 +166,9 @@ impl<'a> Spawned<'a> {
         env.push(("TMPDIR".into(), "/tmp".into()));
         // Fresh and unpredictable for every run, so a candidate cannot key on it.
         env.push(("POLYMORPH_SEED".into(), rand::random::<u32>().to_string()));
+        if let Some(layout) = self.layout {
+            env.push(("POLYMORPH_LAYOUT".into(), layout.to_string()));
+        }
         if let Some(rel) = &self.workload {
             env.push((
                 "POLYMORPH_WORKLOAD".into(),
@@ -319,5 +325,9 @@ impl Processes for Spawned<'_> {
 
     fn frozen_after_build(&self) -> bool {
         matches!(self.runner.isolation(), Isolation::Bwrap { .. })
+    }
+
+    fn set_layout(&mut self, layout: Option<u32>) {
+        self.layout = layout;
     }
 }

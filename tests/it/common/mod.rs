@@ -90,9 +90,9 @@ impl Env {
         dst
     }
 
-    /// `tasks/NAME` with the bench and harness header the committed caches in benches/data were
-    /// recorded with (before the bench verified its timed calls): a cache replays only against
-    /// the harness it measured.
+    /// `tasks/NAME` with the bench, harness header and Makefile the committed caches in
+    /// benches/data were recorded with (before the bench verified its timed calls and the
+    /// Makefile took `POLYMORPH_LAYOUT`): a cache replays only against the harness it measured.
     pub fn task_as_recorded(&self, name: &str) -> PathBuf {
         let dst = self.task(name);
         copy_dir(
