@@ -10,6 +10,7 @@ mod change;
 mod error;
 mod exec;
 mod hide;
+mod isolation;
 mod params;
 mod patch;
 mod path;
@@ -22,7 +23,8 @@ mod workspace;
 
 pub use change::{Change, Edit, Limits, VerifiedChange, verify_change};
 pub use error::SandboxError;
-pub use exec::{CancelFlag, CommandSpec, ExitKind, Isolation, Outcome, Runner, TreeAccess};
+pub use exec::{CancelFlag, CommandSpec, ExitKind, Outcome, Runner, TreeAccess};
+pub use isolation::Isolation;
 pub use params::{
     ParamFormat, param_scalar, param_token, parse_params, render_params, rewrite_params,
 };
