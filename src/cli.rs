@@ -88,6 +88,10 @@ pub enum Command {
     /// Measure every assignment of a task's [params] (and the task as given and its hand-tuned
     /// baseline) into a cache that `run --simulate` replays instead of running the task.
     Record(RecordArgs),
+    /// Make a Kernel Tuner cache file (with its T1 description, when there is one) a task and a
+    /// cache that `run --simulate` replays: samples from half of each configuration's repeats,
+    /// its truth from the other half (the first repeat, a warm-up, in neither).
+    Import(ImportArgs),
     /// Scheduled runs, executed by `polymorph daemon`.
     Schedule {
         #[command(subcommand)]
@@ -237,6 +241,20 @@ pub struct RecordArgs {
     /// Use this workload file instead of the task's [context] workload.
     #[arg(long)]
     pub workload: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// Kernel Tuner's cache file (JSON, or gzip-compressed JSON), objective `time`.
+    pub cache: PathBuf,
+    /// The kernel's T1 tuning description: its defaults become the start, its conditions
+    /// `[params.constraints]`. Without it the first measured configuration is the start and
+    /// every declared combination is allowed (one the cache lacks fails in the replay).
+    #[arg(long)]
+    pub t1: Option<PathBuf>,
+    /// The folder to write (task.toml, params.h, cache.json); it must not exist or be empty.
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Clone, Args)]

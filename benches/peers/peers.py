@@ -6,10 +6,12 @@ configuration and one of the task as given (its reference), drawn at random from
 its score is the paired gain, the geometric mean over cases of sample / reference (inverted
 for a metric to minimise). What a peer ships after B processes is the configuration with the
 best mean score over what it drew by then; its quality is that configuration's true score (the
-geometric mean of its case means) over the exhaustive best's. A configuration that failed to
+geometric mean of its case means, over the repeats kept out of the samples where the cache has
+them) over the exhaustive best's. A configuration that failed to
 build or pass its test when recorded costs no process and is reported to the peer as failed.
 
-Prints one JSON line per peer, seed and budget: {"peer", "seed", "budget", "quality"}.
+Prints one JSON line per peer, seed and budget: {"peer", "seed", "budget", "quality", "pick"}
+(pick: the shipped configuration's parameters, for the bench to verify with polymorph's judge).
 
     python peers.py --cache CACHE --task TASK_DIR [--seeds 20] [--budgets 100,300,1000]
                     [--peers random,optuna-tpe,optuna-gp,kt-bayes_opt,kt-genetic_algorithm,kt-pso]
@@ -48,6 +50,7 @@ class Landscape:
         self.params = {k: v for k, v in spec["params"].items() if isinstance(v, list)}
         self.names = list(self.params)
         self.samples = {}
+        self.held_out = {}
         self.failed = set()
         start = None
         for tree in cache["trees"]:
@@ -60,16 +63,24 @@ class Landscape:
                 self.failed.add(key)
             else:
                 self.samples[key] = tree["samples"]
+                if tree.get("truth"):
+                    self.held_out[key] = tree["truth"]
         if not start:
             sys.exit(f"{cache_path}: no samples of the task as given")
         self.reference = start
         self.valid = set(self.samples) | self.failed
-        self.truth = {k: self._true_score(s) for k, s in self.samples.items()}
+        self.truth = {k: self._true_score(k, s) for k, s in self.samples.items()}
         self.best = max(self.truth.values())
 
-    def _true_score(self, samples):
+    def _true_score(self, key, samples):
+        """The geometric mean over cases of the held-out means where the cache has them (an
+        imported recording's other half of the repeats), else of the means of the samples."""
         cases = samples[0]["cases"].keys()
-        logs = [math.log(sum(s["cases"][c] for s in samples) / len(samples)) for c in cases]
+        held = self.held_out.get(key)
+        if held:
+            logs = [math.log(held[c]) for c in cases]
+        else:
+            logs = [math.log(sum(s["cases"][c] for s in samples) / len(samples)) for c in cases]
         score = math.exp(sum(logs) / len(logs))
         return score if self.maximize else 1.0 / score
 
@@ -118,10 +129,13 @@ class Ledger:
         return self.spent + 2 > self.budgets[-1]
 
     def qualities(self):
+        """At each budget: the shipped configuration's quality, and the configuration (a dict of
+        its parameters; None before anything was drawn)."""
         out = {}
         for b in self.budgets:
             key = self.shipped.get(b) or (self.ship() if self.draws else None)
-            out[b] = self.land.truth[key] / self.land.best if key else 0.0
+            quality = self.land.truth[key] / self.land.best if key else 0.0
+            out[b] = (quality, dict(zip(self.land.names, key)) if key else None)
         return out
 
 
@@ -244,9 +258,9 @@ def main():
                 run_optuna(land, ledger, seed, peer.removeprefix("optuna-"))
             else:
                 run_kernel_tuner(land, ledger, peer.removeprefix("kt-"), seed, rng)
-            for budget, quality in ledger.qualities().items():
-                print(json.dumps({"peer": peer, "seed": seed, "budget": budget, "quality": round(quality, 4)}),
-                      flush=True)
+            for budget, (quality, pick) in ledger.qualities().items():
+                print(json.dumps({"peer": peer, "seed": seed, "budget": budget, "quality": round(quality, 4),
+                                  "pick": pick}), flush=True)
 
 
 if __name__ == "__main__":

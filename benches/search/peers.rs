@@ -81,6 +81,10 @@ pub fn python(root: &Path, peer: &str) -> PathBuf {
 /// Each peer's quality per seed at each budget of bench processes.
 pub type Qualities = BTreeMap<String, BTreeMap<usize, Vec<f64>>>;
 
+/// Each peer's shipped configuration per seed, at each budget (ascending): its parameters as a
+/// JSON object, or null before it drew anything.
+pub type Picks = BTreeMap<String, BTreeMap<u64, Vec<(usize, serde_json::Value)>>>;
+
 /// Runs `peers` on one cache, `seeds` seeds each.
 pub fn run(
     python: &Path,
@@ -90,7 +94,7 @@ pub fn run(
     seeds: u64,
     budgets: &[usize],
     peers: &[&str],
-) -> Qualities {
+) -> (Qualities, Picks) {
     let names: Vec<&str> = peers.iter().map(|p| script_name(p)).collect();
     let budgets: Vec<String> = budgets.iter().map(ToString::to_string).collect();
     let out = Command::new(python)
@@ -110,15 +114,28 @@ pub fn run(
         String::from_utf8_lossy(&out.stderr)
     );
     let mut all = Qualities::new();
+    let mut picks = Picks::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line from peers.py");
         let peer = v["peer"].as_str().expect("peer");
         let peer = if peer == "random" { "draws" } else { peer };
+        let budget = v["budget"].as_u64().expect("budget") as usize;
         all.entry(peer.to_string())
             .or_default()
-            .entry(v["budget"].as_u64().expect("budget") as usize)
+            .entry(budget)
             .or_default()
             .push(v["quality"].as_f64().expect("quality"));
+        picks
+            .entry(peer.to_string())
+            .or_default()
+            .entry(v["seed"].as_u64().expect("seed"))
+            .or_default()
+            .push((budget, v["pick"].clone()));
     }
-    all
+    for seeds in picks.values_mut() {
+        for at in seeds.values_mut() {
+            at.sort_by_key(|(b, _)| *b);
+        }
+    }
+    (all, picks)
 }

@@ -35,6 +35,7 @@ pub async fn dispatch(cli: Cli, cancel: CancelFlag) -> Result<()> {
         Command::Context(ref a) => context::context(a.clone()),
         Command::Setup(ref a) => setup::setup(a),
         Command::Record(ref a) => record::record(a, cancel),
+        Command::Import(ref a) => record::import(a),
         Command::Schedule { ref action } => schedule::schedule(&cli, action.clone()).await,
         Command::Daemon(ref a) => schedule::daemon(&cli, a.clone(), cancel).await,
         Command::Serve(ref a) => {

@@ -1,9 +1,10 @@
-//! `polymorph record`: a task's whole parameter space measured into a simulation cache.
+//! `polymorph record`: a task's whole parameter space measured into a simulation cache; and
+//! `polymorph import`: one measured by Kernel Tuner made such a cache.
 
-use crate::cli::RecordArgs;
+use crate::cli::{ImportArgs, RecordArgs};
 use anyhow::{Result, bail};
 use polymorph::engine::runner;
-use polymorph::engine::simulate::record;
+use polymorph::engine::simulate::{import, record};
 use polymorph::task::resolve;
 use sandbox::CancelFlag;
 
@@ -30,6 +31,30 @@ pub fn record(a: &RecordArgs, cancel: CancelFlag) -> Result<()> {
         done.newly_measured,
         done.failed,
         done.seconds
+    );
+    Ok(())
+}
+
+pub fn import(a: &ImportArgs) -> Result<()> {
+    let done = import::import(&a.cache, a.t1.as_deref(), &a.out)?;
+    let start = if done.start_is_default {
+        "the T1 defaults"
+    } else {
+        "the first measured configuration (no T1 defaults measured)"
+    };
+    println!(
+        "{}: task {} with {} configurations ({} failed when Kernel Tuner ran them), {} constraints, starting from {start} {}",
+        done.task_dir.display(),
+        done.name,
+        done.measured,
+        done.failed,
+        done.constraints,
+        agent::params_key(&done.start)
+    );
+    println!(
+        "replay it: polymorph run {} --simulate {}",
+        done.task_dir.display(),
+        done.cache.display()
     );
     Ok(())
 }

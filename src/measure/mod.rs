@@ -17,7 +17,7 @@ pub mod screen;
 pub mod sequential;
 mod settle;
 pub mod stats;
-mod student;
+pub mod student;
 pub(crate) mod text_enum;
 
 pub use judge::{Decision, Judge, Summary, Verdict};

@@ -14,6 +14,7 @@ mod cycles;
 mod docs;
 mod faults;
 mod gpu;
+mod import;
 mod knobs;
 mod layers;
 mod layout;

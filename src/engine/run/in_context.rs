@@ -67,7 +67,6 @@ pub async fn run_in_context(
         opts,
     )?;
     if opts.warm_start
-        && cache.is_none()
         && store
             .candidates_in_context(&task.name, &r.context_id)
             .await?

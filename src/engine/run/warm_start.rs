@@ -1,7 +1,9 @@
 //! Warm starts: in a context never tuned, the bests of the nearest tuned contexts of the same
 //! task and harness (same hardware first, then same workload) are offered as the first
 //! candidates, each with its whole tree (its parameters and any edited code). Their old numbers
-//! are not trusted: each is measured here like any candidate.
+//! are not trusted: each is measured here like any candidate. A simulated run (`--simulate`)
+//! starts from simulated neighbours only (another recorded machine: a transfer across GPUs), a
+//! measured run from measured ones only.
 
 use crate::record::{EntryKind, Ledger, Store};
 use crate::task::{Fingerprint, Resolved, branch_name};
@@ -26,7 +28,10 @@ pub async fn warm_start(store: &Store, ledger: &Ledger, r: &Resolved) -> Result<
         let Ok(fp) = serde_json::from_str::<Fingerprint>(&fp) else {
             continue;
         };
-        if id == r.context_id || fp.harness_sha256 != here.harness_sha256 {
+        if id == r.context_id
+            || fp.harness_sha256 != here.harness_sha256
+            || fp.simulation.is_empty() != here.simulation.is_empty()
+        {
             continue;
         }
         let Some(best) = store

@@ -35,12 +35,19 @@ pub struct RecordedTree {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
     pub samples: Vec<RecordedSample>,
+    /// Each case's mean over repeats kept out of `samples` (an imported recording's other
+    /// half), when the cache holds them: the tree's true figures, out of the draws' sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truth: Option<BTreeMap<String, f64>>,
 }
 
 impl RecordedTree {
-    /// The mean over its samples of each case: the tree's "true" figures in the simulation.
+    /// The tree's true figures in the simulation: its held-out means where the cache has them,
+    /// else the mean over its samples of each case.
     pub fn case_means(&self) -> BTreeMap<String, f64> {
-        case_means(&self.samples)
+        self.truth
+            .clone()
+            .unwrap_or_else(|| case_means(&self.samples))
     }
 }
 

@@ -3,8 +3,11 @@
 //! seconds.
 
 mod cache;
+pub mod import;
+pub mod kernel_tuner;
 pub mod record;
 mod replay;
+pub mod score;
 
 pub use cache::{
     CACHE_FORMAT, Cache, RecordedSample, RecordedTree, case_means, params_key_of, tree_key,

@@ -121,6 +121,7 @@ pub fn record(
             params,
             failed: None,
             samples: Vec::new(),
+            truth: None,
         };
         let mut score = None;
         match h.prepare(tree) {

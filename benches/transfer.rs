@@ -1,0 +1,204 @@
+//! New hardware, on real hardware: the same 2-D convolution kernel moving between the six GPUs
+//! Kernel Tuner recorded it on (`benches/data/kernel-tuner/convolution/`, imported with
+//! `polymorph import`; draws from half of each configuration's repeats, truth the mean of the
+//! other half). For every ordered pair (source, target):
+//! - transferred: the target's true quality (its best time over this one's) of the source's
+//!   exhaustive best, or "fails" where that configuration failed on the target;
+//! - warm: bench processes a `tpe` run on the target spends until its incumbent's truth is within
+//!   95% of the target's best, when the source's best was accepted in the same store first (the
+//!   run then starts from it through the warm-start path, re-measured on the target);
+//! - naive: the same from the task as given, with no neighbour.
+//!
+//! A run that never gets there within its candidates counts as what it spent, marked `>`.
+//! Medians over seeds per pair; the summary gives the pairs where warm costs more than naive and
+//! the median ratio warm / naive over pairs.
+//!
+//! cargo bench --bench transfer [-- SEEDS]   (default 10 seeds)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+// The random-search expectation the search bench scores with, and a candidate's origin, are
+// not used here.
+#[allow(dead_code)]
+#[path = "search/landscape.rs"]
+mod landscape;
+#[allow(dead_code)]
+#[path = "search/replay.rs"]
+mod replay;
+
+use landscape::Landscape;
+use polymorph::engine::Strategy;
+use polymorph::measure::median;
+use polymorph::record::RunProposer;
+use std::path::Path;
+
+/// Share of the target's best that counts as reaching it.
+const REACH: f64 = 0.95;
+/// Candidates a run on the target may propose.
+const CANDIDATES: usize = 300;
+
+/// Bench processes until the incumbent reached `REACH` of the best, or (never) all spent.
+#[derive(Clone, Copy)]
+struct Reached {
+    processes: usize,
+    reached: bool,
+}
+
+impl Reached {
+    fn show(xs: &[Reached]) -> String {
+        let p: Vec<f64> = xs.iter().map(|r| r.processes as f64).collect();
+        let never = xs.iter().filter(|r| !r.reached).count();
+        let (lo, hi) = (
+            p.iter().copied().fold(f64::INFINITY, f64::min),
+            p.iter().copied().fold(0.0, f64::max),
+        );
+        let mark = if never > 0 {
+            format!(", {never} never")
+        } else {
+            String::new()
+        };
+        format!("{:>5.0} [{lo:.0}-{hi:.0}{mark}]", median(&p))
+    }
+}
+
+/// Where a tuning run on `l` in `state` (warm or not) reaches `REACH` of the best.
+async fn reach(state: &Path, l: &Landscape, seed: u64, warm: bool) -> Reached {
+    let opts = replay::options(
+        l,
+        RunProposer::Search,
+        Strategy::Tpe,
+        CANDIDATES,
+        seed,
+        warm,
+    );
+    let rows = replay::replay(state, l, &opts).await;
+    let goal = REACH * l.best;
+    let mut spent = 0;
+    if l.start >= goal {
+        return Reached {
+            processes: 0,
+            reached: true,
+        };
+    }
+    for r in rows {
+        spent += 2 * r.pairs;
+        if r.verdict == "accepted" && l.truth.get(&r.key).is_some_and(|t| *t >= goal) {
+            return Reached {
+                processes: spent,
+                reached: true,
+            };
+        }
+    }
+    Reached {
+        processes: spent,
+        reached: false,
+    }
+}
+
+/// The configuration with the best truth on `l`, as a params key.
+fn best_key(l: &Landscape) -> &str {
+    l.truth
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(k, _)| k.as_str())
+        .unwrap()
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let seeds: u64 = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let gpus: Vec<Landscape> = landscape::all(root)
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("convolution/"))
+        .map(|(n, p)| Landscape::load(root, &n, &p))
+        .collect();
+    assert!(
+        gpus.len() >= 2,
+        "benches/data/kernel-tuner/convolution/ holds fewer than two GPUs"
+    );
+    for g in &gpus {
+        println!(
+            "{}: the task as given is {:.3} of the best",
+            g.name,
+            g.start / g.best
+        );
+    }
+    println!(
+        "{seeds} seeds, tpe, {CANDIDATES} candidates a run; processes to {REACH} of the target's best: \
+         median [range] over seeds"
+    );
+    let started = std::time::Instant::now();
+    let mut naive = Vec::new();
+    for t in &gpus {
+        let mut r = Vec::new();
+        for seed in 0..seeds {
+            let dir = tempfile::tempdir().unwrap();
+            r.push(reach(dir.path(), t, seed, false).await);
+        }
+        naive.push(r);
+    }
+    println!(
+        "{:<24} {:>11} {:>24} {:>24} {:>7}",
+        "source -> target", "transferred", "warm", "naive", "ratio"
+    );
+    let (mut ratios, mut worse, mut refused) = (Vec::new(), 0, 0);
+    for s in &gpus {
+        let pick: serde_json::Value = serde_json::from_str(best_key(s)).unwrap();
+        for (ti, t) in gpus.iter().enumerate() {
+            if std::ptr::eq(s, t) {
+                continue;
+            }
+            let transferred = t
+                .truth
+                .get(best_key(s))
+                .map_or("fails".to_string(), |v| format!("{:.3}", v / t.best));
+            let mut warm = Vec::new();
+            for seed in 0..seeds {
+                let dir = tempfile::tempdir().unwrap();
+                let source = replay::propose_one(dir.path(), s, &pick, seed).await;
+                // Refused on the source (the start is within noise of it): no warm start.
+                refused += usize::from(!source.iter().any(|r| r.verdict == "accepted"));
+                warm.push(reach(dir.path(), t, seed, true).await);
+            }
+            let med =
+                |xs: &[Reached]| median(&xs.iter().map(|r| r.processes as f64).collect::<Vec<_>>());
+            let (w, n) = (med(&warm), med(&naive[ti]));
+            let ratio = w / n.max(1.0);
+            worse += usize::from(w > n);
+            ratios.push(ratio);
+            println!(
+                "{:<24} {transferred:>11} {:>24} {:>24} {ratio:>7.2}",
+                format!("{} -> {}", gpu(&s.name), gpu(&t.name)),
+                Reached::show(&warm),
+                Reached::show(&naive[ti]),
+            );
+        }
+    }
+    println!(
+        "\n{refused} of {} source runs refused the source's best over its start (no warm start)",
+        ratios.len() * seeds as usize
+    );
+    println!(
+        "{} pairs; warm costs more than naive (medians) in {worse}; median ratio warm/naive {:.2}; {:.0} s",
+        ratios.len(),
+        median(&ratios),
+        started.elapsed().as_secs_f64()
+    );
+    println!(
+        "targets: warm never costs more {}; at most half in the median pair {}",
+        if worse == 0 { "met" } else { "MISSED" },
+        if median(&ratios) <= 0.5 {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+}
+
+fn gpu(name: &str) -> &str {
+    name.rsplit('/').next().unwrap_or(name)
+}
