@@ -14,10 +14,10 @@
 //! cargo bench --bench judge [-- NULLS [TRIALS]]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agent::{Proposal, ProposedChange};
 use polymorph::engine::{Built, Harness};
 use polymorph::measure::{Judge, Spread, Verdict};
 use polymorph::task::Task;
+use proposers::{Proposal, ProposedChange};
 use sandbox::{FileTree, Isolation, RelPath, Runner};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -74,7 +74,7 @@ fn proposal(path: &str, text: String, file: &str, line: usize) -> Proposal {
     Proposal {
         change: ProposedChange::Files(BTreeMap::from([(path.to_string(), text)])),
         note: None,
-        origin: agent::Origin::Replay {
+        origin: proposers::Origin::Replay {
             file: file.into(),
             line,
         },

@@ -5,11 +5,11 @@
 //! cargo bench --bench proposal [-- OBSERVATIONS]   (default 1,000)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agent::{
+use polymorph::measure::median;
+use proposers::{
     Goal, ModelProposer, Observation, ParamSpace, ProposalContext, Proposer, SearchProposer,
     TpeProposer, params_key,
 };
-use polymorph::measure::median;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Instant;

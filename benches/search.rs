@@ -71,9 +71,9 @@ async fn one(l: &Landscape, strategy: Strategy, seed: u64) -> Outcome {
         seen.insert(key.clone(), before + pairs);
         // Measured again may be only a race's leader, judged in full after its screen, and a
         // near-tie's screen taken in two parts, no longer in all than one screen.
-        let allowed = match r.origin.parse::<agent::Origin>().ok() {
-            Some(agent::Origin::Confirm) => true,
-            Some(agent::Origin::Rescreen) => before + pairs <= l.screen_pairs,
+        let allowed = match r.origin.parse::<proposers::Origin>().ok() {
+            Some(proposers::Origin::Confirm) => true,
+            Some(proposers::Origin::Rescreen) => before + pairs <= l.screen_pairs,
             _ => false,
         };
         repeats += usize::from(before > 0 && !allowed);

@@ -45,9 +45,9 @@ pub async fn verified(
                     done.insert(key.clone(), verify(l, pick, *seed).await);
                 }
                 let (accepted, cost) = done[&key];
-                let truth = serde_json::from_value::<agent::Params>(pick.clone())
+                let truth = serde_json::from_value::<proposers::Params>(pick.clone())
                     .ok()
-                    .and_then(|p| l.truth.get(&agent::params_key(&p)).copied())
+                    .and_then(|p| l.truth.get(&proposers::params_key(&p)).copied())
                     .map_or(0.0, |t| t / l.best);
                 shipped.push((b + cost, if accepted { truth } else { start }));
             }

@@ -49,7 +49,7 @@ pub fn import(a: &ImportArgs) -> Result<()> {
         done.measured,
         done.failed,
         done.constraints,
-        agent::params_key(&done.start)
+        proposers::params_key(&done.start)
     );
     println!(
         "replay it: polymorph run {} --simulate {}",

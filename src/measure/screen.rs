@@ -17,7 +17,7 @@ use super::stats::median;
 /// screen's outcome; it would only sharpen the race's ranking, and among candidates that far
 /// ahead (a race against a naive start) the families differ by tens of percent, which one pair
 /// tells apart. The race takes it later for the near-ties at its top, as a screen of its own
-/// (`agent::Origin::Rescreen`), before its leader is judged in full.
+/// (`proposers::Origin::Rescreen`), before its leader is judged in full.
 const CLEAR: f64 = 2.0;
 /// Degrees of freedom (pairs beyond each evaluation's first) needed before the spread is used.
 const MIN_DF: usize = 8;

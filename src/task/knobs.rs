@@ -4,7 +4,7 @@
 //! proposes structure gets the values of its new knob found for it.
 
 use super::Task;
-use agent::{ParamSpace, Params};
+use proposers::{ParamSpace, Params};
 use sandbox::{FileTree, ParamFormat, param_scalar as scalar, param_token as token};
 use serde_json::Value;
 use std::collections::BTreeMap;

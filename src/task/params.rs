@@ -86,7 +86,7 @@ pub(super) fn parse_params(
     if values.is_empty() {
         bail!("{f}: [params] declares no parameters");
     }
-    agent::ParamSpace::new(values.clone(), &constraints)
+    proposers::ParamSpace::new(values.clone(), &constraints)
         .map_err(|e| anyhow::anyhow!("{f}: {e}"))?;
     Ok(ParamsSpec {
         values,

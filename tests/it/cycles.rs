@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 const CRATES: [(&str, &str); 4] = [
     ("src", "lib.rs"),
     ("src", "main.rs"),
-    ("agent/src", "lib.rs"),
+    ("proposers/src", "lib.rs"),
     ("sandbox/src", "lib.rs"),
 ];
 

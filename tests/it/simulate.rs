@@ -137,12 +137,12 @@ fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
     let (mut confirmed, mut dropped, mut settled, mut rest) = (0, 0, 0, 0);
     for r in rows {
         let (origin, key, verdict) = (
-            field(r, "origin").parse::<agent::Origin>().unwrap(),
+            field(r, "origin").parse::<proposers::Origin>().unwrap(),
             field(r, "params_key"),
             field(r, "verdict"),
         );
         let pairs = r["pairs"].as_i64().unwrap();
-        if origin == agent::Origin::Screen {
+        if origin == proposers::Origin::Screen {
             // Contenders get their screening pairs and nothing more, and are never accepted;
             // one whose first pair is far under min_gain, by the noise of the pairs measured
             // against the incumbent so far, stops there (rejected), and so does one whose first
@@ -156,7 +156,7 @@ fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
                 _ => panic!("{r}: a screen of {pairs} pairs"),
             }
             assert!(screened.insert(key, pairs).is_none(), "{r}: screened twice");
-        } else if origin == agent::Origin::Rescreen {
+        } else if origin == proposers::Origin::Rescreen {
             // A near-tie at the top whose screen was settled after one pair takes the rest of
             // it before the race's leader is judged in full: never more pairs in all than one
             // screen takes (matmul-c's 2).
@@ -167,7 +167,7 @@ fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
             *before += pairs;
             assert!(*before <= 2, "{r}: {before} screening pairs");
             rest += 1;
-        } else if origin == agent::Origin::Confirm {
+        } else if origin == proposers::Origin::Confirm {
             assert!(
                 screened.contains_key(&key),
                 "{r}: judged in full without a screen"
@@ -183,7 +183,7 @@ fn the_model_search_races_contenders_and_accepts_only_leaders_judged_in_full() {
             assert!(!screened.contains_key(&key), "{r}");
         }
         if verdict == "accepted" {
-            assert_ne!(origin, agent::Origin::Screen, "{r}");
+            assert_ne!(origin, proposers::Origin::Screen, "{r}");
             assert!(pairs >= 6, "{r}");
         }
     }

@@ -6,7 +6,7 @@
 mod condition;
 
 use crate::engine::evaluate::directive;
-use agent::Params;
+use proposers::Params;
 use std::collections::BTreeMap;
 
 /// What every marker line says before its number; no kernel is expected to contain it.

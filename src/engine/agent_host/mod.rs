@@ -11,11 +11,11 @@ mod settings;
 pub use settings::{AgentSettings, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, keep_api_key};
 
 use crate::task::{Task, Workload};
-use agent::llm::{self, Limits, ModelClient, Prompts, Protocol};
-use agent::{AgentError, Proposal, ProposalContext, ProposedChange, Proposer};
 use anyhow::Result;
 use fold::Folds;
 use prompts::prompts;
+use proposers::llm::{self, Limits, ModelClient, Prompts, Protocol};
+use proposers::{AgentError, Proposal, ProposalContext, ProposedChange, Proposer};
 use sandbox::{CancelFlag, FileTree, RelPath, Runner};
 use scratch::{Scratch, Shared};
 use std::collections::{BTreeMap, VecDeque};
@@ -109,7 +109,7 @@ async fn converse(
     let proposal = Proposal {
         change,
         note: Some(note).filter(|n| !n.is_empty()),
-        origin: agent::Origin::Agent {
+        origin: proposers::Origin::Agent {
             model: st.model.clone(),
         },
         usage: Some(usage),

@@ -6,8 +6,8 @@ use super::fold::Folds;
 use super::scratch::Shared;
 use crate::measure::Direction;
 use crate::task::Task;
-use agent::ProposalContext;
-use agent::llm::Prompts;
+use proposers::ProposalContext;
+use proposers::llm::Prompts;
 
 const SYSTEM_TOOLS: &str = include_str!("../../../prompts/system.txt");
 const SYSTEM_TEXT: &str = include_str!("../../../prompts/system_text.txt");

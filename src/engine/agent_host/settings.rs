@@ -1,8 +1,8 @@
 //! The agent's settings: the endpoint, key and model from the environment as every
 //! OpenAI-compatible client names them, and the flags of `run` and `schedule`.
 
-use agent::llm::Protocol;
 use anyhow::{Result, bail};
+use proposers::llm::Protocol;
 use std::sync::OnceLock;
 use std::time::Duration;
 

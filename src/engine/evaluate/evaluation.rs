@@ -7,7 +7,7 @@ use super::harness::{Built, Harness};
 use crate::measure::{Decision, Judge, Sample, Summary, Verdict, same_cases};
 use crate::record::Stage;
 use crate::task::Task;
-use agent::{Proposal, ProposedChange};
+use proposers::{Proposal, ProposedChange};
 use sandbox::{Change, FileTree, Limits, RelPath, verify_change};
 use std::collections::BTreeMap;
 

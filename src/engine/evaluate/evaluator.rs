@@ -13,8 +13,8 @@ use crate::engine::remote::{Pool, VerifyOn};
 use crate::measure::objective::Weights;
 use crate::measure::{Judge, Sample, Spread};
 use crate::task::Resolved;
-use agent::Proposal;
 use anyhow::{Context as _, Result, bail};
+use proposers::Proposal;
 use sandbox::{CancelFlag, FileTree, Limits};
 
 pub struct Evaluator<'a> {

@@ -6,7 +6,7 @@ use super::{Evaluator, Harness};
 use crate::measure::{Judge, Verdict};
 use crate::record::Stage;
 use crate::task::Task;
-use agent::{Origin, Proposal, ProposedChange};
+use proposers::{Origin, Proposal, ProposedChange};
 use std::collections::BTreeMap;
 use std::path::Path;
 

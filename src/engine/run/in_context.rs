@@ -80,7 +80,7 @@ pub async fn run_in_context(
                 warm.len()
             );
         }
-        proposer = Box::new(agent::Prepend::new(warm, proposer));
+        proposer = Box::new(proposers::Prepend::new(warm, proposer));
     }
     let outcome = async {
         let exec = match pool {

@@ -5,8 +5,8 @@
 
 use crate::record::{CommitId, Ledger, Store};
 use crate::task::Resolved;
-use agent::params_key;
 use anyhow::{Context as _, Result, bail};
+use proposers::params_key;
 
 /// Syncs the branch of `r` and returns its incumbent entry (id, commit).
 pub async fn sync_ledger(store: &Store, ledger: &Ledger, r: &Resolved) -> Result<(i64, CommitId)> {

@@ -5,8 +5,8 @@
 
 use crate::measure::{SampleSide, median};
 use crate::record::Store;
-use agent::{Observation, Params};
 use anyhow::Result;
+use proposers::{Observation, Params};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -54,7 +54,7 @@ impl Observations {
                     params,
                     screened_only: row
                         .origin
-                        .parse::<agent::Origin>()
+                        .parse::<proposers::Origin>()
                         .is_ok_and(|o| o.screen_only()),
                     ..Gathered::default()
                 }

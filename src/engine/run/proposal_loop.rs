@@ -15,8 +15,8 @@ use crate::measure::{Judge, Verdict};
 use crate::record::store::{NewEntry, Superseded};
 use crate::record::{CommitId, Ledger, RunProposer, Store};
 use crate::task::Resolved;
-use agent::{Params, Proposal, ProposalContext, Proposer, params_key};
 use anyhow::{Context as _, Result};
+use proposers::{Params, Proposal, ProposalContext, Proposer, params_key};
 use sandbox::CancelFlag;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -151,7 +151,7 @@ impl<'a> Loop<'a> {
                     )));
                 }
                 let Some(proposal) = next? else { break };
-                if let agent::ProposedChange::Params(p) = &proposal.change {
+                if let proposers::ProposedChange::Params(p) = &proposal.change {
                     ctx.tried_params.insert(params_key(p));
                 }
                 batch.push(proposal);
@@ -395,7 +395,7 @@ struct Overhead {
 }
 
 impl Overhead {
-    fn ms(&self, usage: Option<&agent::Usage>) -> f64 {
+    fn ms(&self, usage: Option<&proposers::Usage>) -> f64 {
         overhead_ms(self.since, self.process_seconds, usage) / self.shared as f64
     }
 }
@@ -464,13 +464,13 @@ fn batch_winner(evs: &mut [Evaluation], first: usize) {
 /// The observations made in the incumbent's space: assignments of other knobs (before a
 /// candidate added one) are of another landscape. Shared, not copied, when all are.
 fn same_space(
-    all: std::sync::Arc<Vec<agent::Observation>>,
-    incumbent: Option<&agent::Params>,
-) -> std::sync::Arc<Vec<agent::Observation>> {
+    all: std::sync::Arc<Vec<proposers::Observation>>,
+    incumbent: Option<&proposers::Params>,
+) -> std::sync::Arc<Vec<proposers::Observation>> {
     let Some(inc) = incumbent else {
         return all;
     };
-    let same = |o: &agent::Observation| o.params.keys().eq(inc.keys());
+    let same = |o: &proposers::Observation| o.params.keys().eq(inc.keys());
     if all.iter().all(same) {
         return all;
     }

@@ -6,8 +6,8 @@ use crate::engine::agent_host::{AgentProposer, AgentSettings, ENV_API_KEY, ENV_B
 use crate::measure::Direction;
 use crate::record::{ProposerChoice, RunProposer};
 use crate::task::{Fingerprint, Resolved, Task};
-use agent::{Goal, ModelProposer, Proposer, ReplayProposer, SearchProposer, TpeProposer};
 use anyhow::{Context as _, Result, bail};
+use proposers::{Goal, ModelProposer, Proposer, ReplayProposer, SearchProposer, TpeProposer};
 use sandbox::{CancelFlag, Runner};
 
 /// The proposer a run uses for `choice`; fails with what to do when none fits the task.
@@ -107,13 +107,13 @@ pub fn make_proposer<'a>(
                 weights: task.metric.weights.as_map().clone(),
             };
             // The strategy is made again, on the enlarged space, when the incumbent adds knobs.
-            let build: agent::Build = Box::new(move |space| match strategy {
+            let build: proposers::Build = Box::new(move |space| match strategy {
                 Strategy::Model => Box::new(ModelProposer::new(space, seed, goal.clone())),
                 Strategy::Tpe => Box::new(TpeProposer::new(space, seed, goal.clone())),
                 Strategy::Hill => Box::new(SearchProposer::new(space, seed)),
                 Strategy::Random => Box::new(SearchProposer::random(space, seed)),
             });
-            Ok(Box::new(agent::Widening::new(
+            Ok(Box::new(proposers::Widening::new(
                 spec.values.clone(),
                 spec.constraints.clone(),
                 build,

@@ -7,12 +7,12 @@ use crate::record::store::{NewEvaluation, NewSample, SIMULATED, StateRow};
 use crate::record::{ChangeKind, RunProposer};
 use crate::task::Resolved;
 use crate::task::knobs::new_knobs;
-use agent::{Proposal, ProposedChange, params_key};
+use proposers::{Proposal, ProposedChange, params_key};
 use sandbox::FileTree;
 
 /// Where an accepted candidate came from, in its ledger commit.
 pub struct Provenance<'a> {
-    pub proposal: &'a agent::Proposal,
+    pub proposal: &'a proposers::Proposal,
     pub proposer: &'a str,
     pub run_id: i64,
     pub seq: usize,

@@ -9,8 +9,8 @@
 use crate::engine::evaluate::{Evaluation, Failure, candidate_tree};
 use crate::record::{Stage, Store};
 use crate::task::Resolved;
-use agent::{Proposal, ProposedChange};
 use anyhow::Result;
+use proposers::{Proposal, ProposedChange};
 use sandbox::{FileTree, Limits};
 
 /// The evaluation to record instead of judging `proposal`, when its tree was judged already.

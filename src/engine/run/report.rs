@@ -117,7 +117,11 @@ impl Progress<'_> {
 /// polymorph's own time in an iteration so far: its wall time less the task's processes and,
 /// for a model-driven proposer, less the model's latency and the processes it ran (the final
 /// write of the evaluation itself is not included).
-pub fn overhead_ms(iteration: Instant, process_seconds: f64, usage: Option<&agent::Usage>) -> f64 {
+pub fn overhead_ms(
+    iteration: Instant,
+    process_seconds: f64,
+    usage: Option<&proposers::Usage>,
+) -> f64 {
     let outside = usage.map_or(0.0, |u| (u.latency_ms + u.process_ms) as f64 / 1000.0);
     (iteration.elapsed().as_secs_f64() - process_seconds - outside).max(0.0) * 1000.0
 }

@@ -11,7 +11,7 @@ use crate::engine::evaluate::{Evaluator, Harness};
 use crate::measure::objective::Floor;
 use crate::record::{Ledger, ProposerChoice, RunProposer, Store};
 use crate::task::resolve;
-use agent::ReplayProposer;
+use proposers::ReplayProposer;
 use sandbox::RelPath;
 use std::path::Path;
 

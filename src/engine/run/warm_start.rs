@@ -7,8 +7,8 @@
 
 use crate::record::{EntryKind, Ledger, Store};
 use crate::task::{Fingerprint, Resolved, branch_name};
-use agent::{Origin, Params, Proposal, ProposedChange};
 use anyhow::Result;
+use proposers::{Origin, Params, Proposal, ProposedChange};
 
 /// Neighbour entries re-measured when a run starts in a new context.
 const WARM_START_MAX: usize = 3;

@@ -3,8 +3,8 @@
 //! harness it was recorded for; a run refuses one that does not match.
 
 use crate::task::{Resolved, Task};
-use agent::{Params, params_key};
 use anyhow::{Context as _, Result, bail};
+use proposers::{Params, params_key};
 use sandbox::{FileTree, sha256_hex};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

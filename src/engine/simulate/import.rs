@@ -8,8 +8,8 @@
 use super::cache::{Cache, RecordedSample, RecordedTree, tree_key};
 use super::kernel_tuner::{KtCache, Measured, T1};
 use crate::task::resolve;
-use agent::{ParamSpace, Params};
 use anyhow::{Context as _, Result, bail};
+use proposers::{ParamSpace, Params};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,7 +61,7 @@ pub fn import(kt: &Path, t1: Option<&Path>, out: &Path) -> Result<Imported> {
             bail!(
                 "{}: configuration {} is in the cache but {why}: the T1 conditions and the cache disagree",
                 kt.display(),
-                agent::params_key(p)
+                proposers::params_key(p)
             );
         }
     }

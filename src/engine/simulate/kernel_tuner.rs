@@ -3,8 +3,8 @@
 //! tuning description beside it (each parameter's default, and the conditions a configuration
 //! must meet to be compiled at all, as Python expressions).
 
-use agent::Params;
 use anyhow::{Context as _, Result, bail};
+use proposers::Params;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;

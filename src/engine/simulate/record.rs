@@ -25,13 +25,13 @@ pub struct Recorded {
 }
 
 /// The trees to record, labelled: start, hand-tuned, then every valid assignment in order.
-fn trees(r: &Resolved) -> Result<Vec<(String, Option<agent::Params>, FileTree)>> {
+fn trees(r: &Resolved) -> Result<Vec<(String, Option<proposers::Params>, FileTree)>> {
     let task = &r.task;
     let spec = task
         .params
         .as_ref()
         .with_context(|| format!("task {} declares no [params] to record", task.name))?;
-    let space = agent::ParamSpace::new(spec.values.clone(), &spec.constraints)?;
+    let space = proposers::ParamSpace::new(spec.values.clone(), &spec.constraints)?;
     if space.size() > MAX_RECORDED_TREES * 10 {
         bail!(
             "task {}: {} assignments before constraints is too many to record (at most {MAX_RECORDED_TREES} valid ones)",
@@ -113,7 +113,7 @@ pub fn record(
         }
         let name = params
             .as_ref()
-            .map(agent::params_key)
+            .map(proposers::params_key)
             .unwrap_or_else(|| label.clone());
         let mut recorded = RecordedTree {
             key,

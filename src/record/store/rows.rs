@@ -273,7 +273,7 @@ pub struct NewEvaluation {
     pub samples: Vec<NewSample>,
     /// The machine's state at each bench process that recorded one: (round, side, state).
     pub states: Vec<StateRow>,
-    pub usage: Option<agent::Usage>,
+    pub usage: Option<proposers::Usage>,
 }
 
 /// The ledger entry of an accepted candidate, written with its evaluation.

@@ -2,7 +2,7 @@
 //! `defined`, `!`, comparisons, `&&`, `||` and parentheses. Anything else (arithmetic, a name
 //! that is not a parameter, which a header may define) leaves the condition unknown.
 
-use agent::Params;
+use proposers::Params;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Token {

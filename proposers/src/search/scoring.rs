@@ -1,7 +1,7 @@
 //! What the searches rank measured assignments by: what the judge could accept of each, scored
 //! against the current incumbent (the judge's objective, penalised past the per-case tolerance).
 
-use crate::tuning::PENALTY;
+use crate::search::tuning::PENALTY;
 use crate::{Observation, Params, ProposalContext};
 use std::collections::{BTreeMap, HashMap};
 

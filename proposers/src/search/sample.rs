@@ -1,8 +1,8 @@
 //! Drawing assignments for the searches that learn from measurements: a fresh one uniformly,
 //! or one from a categorical distribution per parameter (a Parzen estimate), and that estimate.
 
-use crate::search::{ParamSpace, fresh, sweep};
-use crate::tuning::FRESH_DRAWS;
+use crate::search::space::{ParamSpace, fresh, sweep};
+use crate::search::tuning::FRESH_DRAWS;
 use crate::{Params, ProposalContext};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;

@@ -1,4 +1,4 @@
-//! Errors of the agent crate.
+//! Errors of the proposers crate.
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {

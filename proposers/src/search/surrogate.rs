@@ -3,9 +3,9 @@
 //! together), optimistic about values measured few times or never.
 
 use crate::Params;
-use crate::features::{Features, Group, indices};
-use crate::search::ParamSpace;
-use crate::tuning::{BONUS, CLIP, FUSE, RIDGE};
+use crate::search::features::{Features, Group, indices};
+use crate::search::space::ParamSpace;
+use crate::search::tuning::{BONUS, CLIP, FUSE, RIDGE};
 
 /// The optimism added to an effect never measured, and to one measured `n` times (divided by
 /// `sqrt(1 + n)`).
@@ -196,7 +196,7 @@ impl Surrogate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::features::tests::space;
+    use crate::search::features::tests::space;
     use serde_json::Value;
     use std::collections::BTreeMap;
 

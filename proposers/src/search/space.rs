@@ -2,7 +2,7 @@
 //! two knobs stepped to a neighbouring value) with random exploration, honours the declared
 //! constraints, and never offers an assignment already measured in this context.
 
-use crate::tuning::{FRESH_DRAWS, HILL_EXPLORE_RATE, MAX_SWEPT};
+use crate::search::tuning::{FRESH_DRAWS, HILL_EXPLORE_RATE, MAX_SWEPT};
 use crate::{
     AgentError, Origin, Params, Proposal, ProposalContext, ProposedChange, Proposer, Reach,
 };

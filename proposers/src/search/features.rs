@@ -7,7 +7,7 @@
 //! main effect under it.
 
 use crate::Params;
-use crate::search::ParamSpace;
+use crate::search::space::ParamSpace;
 
 /// A block of effects, one per value of `param`, that applies to every assignment or, for a
 /// branch, only to those whose parameter `under.0` takes its `under.1`-th value.

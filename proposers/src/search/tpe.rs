@@ -6,11 +6,11 @@
 //! l/g among draws from l. Until a few assignments are measured, proposals are uniform draws.
 //! Its constants are Optuna's, not fitted to any landscape here.
 
-use crate::race::{Race, Step, unsettled_near_tie};
-use crate::sample::{density, draw, random_fresh};
-use crate::scoring::Goal;
-use crate::search::{ParamSpace, fresh};
-use crate::tuning::BIG_STEP;
+use crate::search::race::{Race, Step, unsettled_near_tie};
+use crate::search::sample::{density, draw, random_fresh};
+use crate::search::scoring::Goal;
+use crate::search::space::{ParamSpace, fresh};
+use crate::search::tuning::BIG_STEP;
 use crate::{
     AgentError, Origin, Params, Proposal, ProposalContext, ProposedChange, Proposer, Reach,
 };

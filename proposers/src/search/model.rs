@@ -10,12 +10,12 @@
 //! leader is judged in full once its untried one-step neighbours have been screened too, and
 //! the near-ties at the top of a race against a far slower incumbent have had their whole screen.
 
-use crate::features::{Features, indices};
-use crate::race::{Race, Step, unsettled_near_tie};
-use crate::sample::{density, draw, random_fresh};
-use crate::search::{ParamSpace, fresh, untried};
-use crate::surrogate::Surrogate;
-use crate::tuning::{
+use crate::search::features::{Features, indices};
+use crate::search::race::{Race, Step, unsettled_near_tie};
+use crate::search::sample::{density, draw, random_fresh};
+use crate::search::space::{ParamSpace, fresh, untried};
+use crate::search::surrogate::Surrogate;
+use crate::search::tuning::{
     BIG_STEP, DENSITY_CANDIDATES, DENSITY_DRAWS, GOOD_SHARE, LOCAL_MOVES, MAX_ENUMERATED, NEAR,
     NEIGHBOUR, PRIOR, WIDE_RATE,
 };

@@ -4,7 +4,7 @@
 //! candidate that passes screening would lock a run into that candidate's family: from there the
 //! per-case guard refuses a better configuration that trades one case for another with it.
 
-use crate::tuning::{MAX_SCREENS, MIN_SCREENS, NEAR, STALL};
+use crate::search::tuning::{MAX_SCREENS, MIN_SCREENS, NEAR, STALL};
 use crate::{Observation, Params, ProposalContext};
 use std::collections::HashSet;
 

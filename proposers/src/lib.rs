@@ -1,33 +1,25 @@
 //! Proposers: where candidates come from. A proposer hands out one candidate at a time, seeing
 //! the incumbent's parameter assignment and what was already measured in this context; it never
-//! builds, runs or measures anything (that is the sandbox's and the judge's job).
+//! builds, runs or measures anything (that is the sandbox's and the judge's job). `search/`
+//! holds the seeded parameter searches, `llm/` the LLM coding agent, `replay.rs` replay files.
 
 mod error;
-mod features;
 pub mod llm;
-mod model;
 mod origin;
 mod prepend;
-mod race;
 mod replay;
-mod sample;
-mod scoring;
 mod search;
-mod surrogate;
-mod tpe;
-mod tuning;
-mod widen;
 
 pub use error::AgentError;
 
-pub use model::ModelProposer;
 pub use origin::{Origin, Reach};
 pub use prepend::Prepend;
 pub use replay::ReplayProposer;
-pub use scoring::Goal;
-pub use search::{ParamSpace, SearchProposer, params_key};
-pub use tpe::TpeProposer;
-pub use widen::{Build, Widening};
+pub use search::model::ModelProposer;
+pub use search::scoring::Goal;
+pub use search::space::{ParamSpace, SearchProposer, params_key};
+pub use search::tpe::TpeProposer;
+pub use search::widen::{Build, Widening};
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
