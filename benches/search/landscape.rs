@@ -127,18 +127,11 @@ impl Landscape {
     }
 }
 
-/// The cache with each tree's samples cut to its even-numbered ones and its truth the mean of
-/// the odd-numbered ones, as `polymorph import` does to a Kernel Tuner file's repeats after its
-/// warm-up (each of polymorph's samples is a process of its own: none is a warm-up).
+/// The cache with each tree's draws and truth split as `polymorph import` splits a Kernel Tuner
+/// file's repeats after its warm-up (each of polymorph's samples is a process of its own: none
+/// is a warm-up).
 fn held_out_half(mut cache: Cache) -> Cache {
-    for t in &mut cache.trees {
-        if t.samples.len() < 2 || t.truth.is_some() {
-            continue;
-        }
-        let odd: Vec<_> = t.samples.iter().skip(1).step_by(2).cloned().collect();
-        t.truth = Some(polymorph::engine::simulate::case_means(&odd));
-        t.samples = t.samples.iter().step_by(2).cloned().collect();
-    }
+    cache.trees.iter_mut().for_each(RecordedTree::hold_out_half);
     cache.samples_per_tree = cache.samples_per_tree.div_ceil(2);
     cache
 }

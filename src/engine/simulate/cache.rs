@@ -49,6 +49,19 @@ impl RecordedTree {
             .clone()
             .unwrap_or_else(|| case_means(&self.samples))
     }
+
+    /// Keeps its samples 1, 3, 5, ... (counting from 1) as the draws and makes the mean of
+    /// samples 2, 4, 6, ... its truth, so that a search picking a lucky draw pays for it. A
+    /// tree with fewer than two samples, or a truth already, is left as it is.
+    pub fn hold_out_half(&mut self) {
+        if self.samples.len() < 2 || self.truth.is_some() {
+            return;
+        }
+        let held_out: Vec<RecordedSample> =
+            self.samples.iter().skip(1).step_by(2).cloned().collect();
+        self.truth = Some(case_means(&held_out));
+        self.samples = self.samples.iter().step_by(2).cloned().collect();
+    }
 }
 
 /// The mean of each case over `samples`.

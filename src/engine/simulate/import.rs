@@ -82,14 +82,14 @@ pub fn import(kt: &Path, t1: Option<&Path>, out: &Path) -> Result<Imported> {
     // The first repeat is left out of both halves: Kernel Tuner times it right after the
     // configuration's first launch, and it is the warm-up (its median over configurations is
     // 1.005-1.14x the median repeat's on the six convolution GPUs, its 90th percentile up to 3.2x).
-    let half = |m: &Measured, odd: usize| match m {
-        Measured::Times(t) => t.iter().skip(WARM_UP + odd).step_by(2).copied().collect(),
+    let kept = |m: &Measured| match m {
+        Measured::Times(t) => t.iter().skip(WARM_UP).copied().collect(),
         Measured::Failed(_) => Vec::new(),
     };
     let samples_per_tree = cache
         .entries
         .iter()
-        .map(|(_, m)| half(m, 0).len())
+        .map(|(_, m)| kept(m).len().div_ceil(2))
         .max()
         .unwrap_or(0);
     let mut c = Cache::for_task(&r, samples_per_tree);
@@ -108,13 +108,12 @@ pub fn import(kt: &Path, t1: Option<&Path>, out: &Path) -> Result<Imported> {
             Measured::Failed(why) => Some(format!("build failed: {why} (Kernel Tuner)")),
             Measured::Times(_) => None,
         };
-        let held_out: Vec<f64> = half(m, 1);
-        RecordedTree {
+        let mut tree = RecordedTree {
             key,
             label: label.to_string(),
             params: (label == "params").then(|| p.clone()),
             failed,
-            samples: half(m, 0)
+            samples: kept(m)
                 .into_iter()
                 .map(|ms| RecordedSample {
                     seconds: ms / 1e3,
@@ -122,9 +121,10 @@ pub fn import(kt: &Path, t1: Option<&Path>, out: &Path) -> Result<Imported> {
                     limit: None,
                 })
                 .collect(),
-            truth: (!held_out.is_empty())
-                .then(|| case(held_out.iter().sum::<f64>() / held_out.len() as f64)),
-        }
+            truth: None,
+        };
+        tree.hold_out_half();
+        tree
     };
     let start_m = cache.get(&start).context("the cache holds its start")?;
     c.trees.push(recorded(
