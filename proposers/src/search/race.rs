@@ -4,7 +4,7 @@
 //! candidate that passes screening would lock a run into that candidate's family: from there the
 //! per-case guard refuses a better configuration that trades one case for another with it.
 
-use crate::search::tuning::{MAX_SCREENS, MIN_SCREENS, NEAR, STALL};
+use crate::search::tuning::{MAX_SCREENS, MIN_SCREENS, NEAR, RUN_SHARE, STALL};
 use crate::{Observation, Params, ProposalContext};
 use std::collections::HashSet;
 
@@ -24,6 +24,10 @@ pub(crate) enum Step {
 /// The race against the current incumbent.
 #[derive(Default)]
 pub(crate) struct Race {
+    /// The most screens any race of this run counts: a share of the run's candidates, set at
+    /// its first step (`None`: a run without a budget, or not yet begun).
+    longest: Option<usize>,
+    begun: bool,
     against: Option<Params>,
     screens: usize,
     stalled: usize,
@@ -86,6 +90,8 @@ impl Race {
     /// strategy's model has enough measurements to choose): a race's length is counted in the
     /// model's own proposals, so such a screen does not bring the judgement nearer. Counted,
     /// TPE's ten start-up draws would settle its first race before it proposed anything.
+    /// In a short run each count is at most a `RUN_SHARE`th of its candidates, so that a run of
+    /// 20 holds several races and not one that its last candidate settles.
     pub(crate) fn step(
         &mut self,
         ctx: &ProposalContext,
@@ -94,8 +100,14 @@ impl Race {
         hope: Option<f64>,
         warming: bool,
     ) -> Step {
-        if ctx.incumbent_params != self.against {
+        if !self.begun || ctx.incumbent_params != self.against {
+            let longest = match self.begun {
+                true => self.longest,
+                false => ctx.remaining.map(|r| (r / RUN_SHARE).max(1)),
+            };
             *self = Race {
+                longest,
+                begun: true,
                 against: ctx.incumbent_params.clone(),
                 ..Race::default()
             };
@@ -111,10 +123,11 @@ impl Race {
         }
         let last = ctx.remaining.is_some_and(|r| r <= 1);
         let ending = last || hope.is_none();
+        let count = |n: usize| self.longest.map_or(n, |l| n.min(l));
         let settled = |score: f64| {
-            self.screens >= MAX_SCREENS
-                || (self.screens >= MIN_SCREENS
-                    && self.stalled >= STALL
+            self.screens >= count(MAX_SCREENS)
+                || (self.screens >= count(MIN_SCREENS)
+                    && self.stalled >= count(STALL)
                     && hope.is_none_or(|h| h <= score))
         };
         match leader {
@@ -201,6 +214,35 @@ mod tests {
             race.step(&c, &ranked, 0.02, Some(0.0), false),
             Step::Confirm(p(2), 0.3)
         );
+    }
+
+    #[test]
+    fn a_short_run_s_races_are_a_share_of_it() {
+        let ranked = vec![(0.3, p(2)), (0.1, p(1))];
+        let screens_to_confirm = |budget: usize| {
+            let mut race = Race::default();
+            let mut c = ctx(vec![seen(1, true), seen(2, true)], budget);
+            for screens in 0.. {
+                match race.step(&c, &ranked, 0.02, Some(0.0), false) {
+                    Step::Screen => c.remaining = Some(budget - screens - 1),
+                    Step::Confirm(leader, _) => return (screens, leader),
+                    other => panic!("{other:?}"),
+                }
+            }
+            unreachable!()
+        };
+        // 20 candidates: races of 5; 5: of one; 300: as long as the constants say.
+        assert_eq!(screens_to_confirm(20), (20 / RUN_SHARE, p(2)));
+        assert_eq!(screens_to_confirm(5), (1, p(2)));
+        assert_eq!(screens_to_confirm(300), (MIN_SCREENS, p(2)));
+        // Set by the run's budget at its first step, kept by the races after it.
+        let mut race = Race::default();
+        let mut c = ctx(vec![seen(1, true), seen(2, true)], 20);
+        race.step(&c, &ranked, 0.02, Some(0.0), false);
+        c.incumbent_params = Some(p(7));
+        c.remaining = Some(15);
+        race.step(&c, &ranked, 0.02, Some(0.0), false);
+        assert_eq!(race.longest, Some(5));
     }
 
     #[test]

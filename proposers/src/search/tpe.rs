@@ -3,14 +3,15 @@
 //! ranked by what the judge could accept of them (scoring.rs); the best `gamma(n)` form the
 //! "good" density l and the rest the "bad" density g, one categorical distribution per
 //! parameter with a uniform prior; the next proposal is the fresh assignment with the highest
-//! l/g among draws from l. Until a few assignments are measured, proposals are uniform draws.
-//! Its constants are Optuna's, not fitted to any landscape here.
+//! l/g among draws from l. Until a few assignments are measured, proposals are uniform draws:
+//! Optuna's ten, fewer in a run too short or a space too small for ten to leave room for the
+//! model (`startup`, with tuning.rs's `RUN_SHARE`). Its other constants are Optuna's.
 
 use crate::search::race::{Race, Step, unsettled_near_tie};
 use crate::search::sample::{density, draw, random_fresh};
 use crate::search::scoring::Goal;
 use crate::search::space::{ParamSpace, fresh};
-use crate::search::tuning::BIG_STEP;
+use crate::search::tuning::{BIG_STEP, RUN_SHARE};
 use crate::{
     AgentError, Origin, Params, Proposal, ProposalContext, ProposedChange, Proposer, Reach,
 };
@@ -18,7 +19,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 
-/// Uniform draws until this many assignments are measured (Optuna's `n_startup_trials`).
+/// Uniform draws until this many assignments are measured (Optuna's `n_startup_trials`), in a
+/// run and a space large enough.
 const STARTUP: usize = 10;
 /// Draws from l among which the best l/g is proposed (Optuna's `n_ei_candidates`).
 const CANDIDATES: usize = 24;
@@ -38,6 +40,8 @@ pub struct TpeProposer {
     rng: ChaCha8Rng,
     goal: Goal,
     race: Race,
+    /// Uniform draws before TPE models, set at the run's first proposal.
+    startup: Option<usize>,
 }
 
 /// One categorical distribution per parameter over its declared values.
@@ -50,7 +54,19 @@ impl TpeProposer {
             rng: ChaCha8Rng::seed_from_u64(seed),
             goal,
             race: Race::default(),
+            startup: None,
         }
+    }
+
+    /// The start-up draws of a run that has `remaining` candidates (its budget, at its first
+    /// proposal): Optuna's ten, or a `RUN_SHARE`th of the run or of the space where that is
+    /// fewer, and at least one.
+    fn startup(&mut self, remaining: Option<usize>) -> usize {
+        let space = self.space.size();
+        *self.startup.get_or_insert_with(|| {
+            let short = remaining.unwrap_or(usize::MAX).min(space);
+            STARTUP.min(short / RUN_SHARE).max(1)
+        })
     }
 
     fn log_density(&self, density: &Density, p: &Params) -> f64 {
@@ -70,8 +86,9 @@ impl TpeProposer {
         &mut self,
         ranked: &[(f64, Params)],
         ctx: &ProposalContext,
+        startup: usize,
     ) -> Option<(Params, Reach)> {
-        if ranked.len() < STARTUP {
+        if ranked.len() < startup {
             return random_fresh(&self.space, ctx, &mut self.rng).map(|p| (p, Reach::Explore));
         }
         let split = gamma(ranked.len());
@@ -122,14 +139,15 @@ impl Proposer for TpeProposer {
 
     async fn next(&mut self, ctx: &ProposalContext) -> Result<Option<Proposal>, AgentError> {
         let ranked = self.goal.ranked(ctx);
-        let chosen = self.choose(&ranked, ctx);
+        let startup = self.startup(ctx.remaining);
+        let chosen = self.choose(&ranked, ctx, startup);
         let mut screen_only = false;
         if ctx.can_screen {
             let threshold = (1.0 + self.goal.min_gain).ln();
             // TPE has no predicted gain to hold a race open: a fresh assignment left is
             // enough to go on screening, and the race settles on its own counts.
             let hope = chosen.is_some().then_some(f64::NEG_INFINITY);
-            let warming = ranked.len() < STARTUP;
+            let warming = ranked.len() < startup;
             match self.race.step(ctx, &ranked, threshold, hope, warming) {
                 Step::Confirm(leader, screened) => {
                     let again = (screened > BIG_STEP.ln())
@@ -171,7 +189,7 @@ impl Proposer for TpeProposer {
                     ranked.len()
                 ),
                 _ => format!(
-                    "a uniform draw ({} of {STARTUP} measured before TPE)",
+                    "a uniform draw ({} of {startup} measured before TPE)",
                     ranked.len()
                 ),
             }),

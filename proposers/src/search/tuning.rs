@@ -50,6 +50,11 @@ pub(crate) const PENALTY: f64 = 4.0;
 
 // Its races (race.rs).
 
+/// No race counts more screens, and TPE draws no more start-up assignments, than this share
+/// (1/4) of a run's candidates: a 20-candidate run holds several races, not one that its last
+/// candidate settles. Chosen on no landscape: the search bench's runs are too long to meet it.
+pub(crate) const RUN_SHARE: usize = 4;
+
 /// Screens a race takes before its leader may be confirmed, unless the run is ending.
 pub(crate) const MIN_SCREENS: usize = 8;
 

@@ -112,6 +112,25 @@ async fn uniform_draws_come_first_then_the_parzen_ratio() {
     );
 }
 
+#[test]
+fn a_short_run_or_a_small_space_draws_fewer_before_modelling() {
+    let startup = |remaining| TpeProposer::new(space(), 0, goal()).startup(remaining);
+    assert_eq!(startup(None), STARTUP);
+    assert_eq!(startup(Some(300)), STARTUP);
+    assert_eq!(startup(Some(20)), 5);
+    assert_eq!(startup(Some(2)), 1);
+    // Set by the run's budget at its first proposal, not by what is left of it later.
+    let mut t = TpeProposer::new(space(), 0, goal());
+    assert_eq!(t.startup(Some(20)), 5);
+    assert_eq!(t.startup(Some(3)), 5);
+    let values = BTreeMap::from([
+        ("A".to_string(), (0..2).map(Value::from).collect()),
+        ("B".to_string(), (0..4).map(Value::from).collect()),
+    ]);
+    let small = ParamSpace::new(values, &BTreeMap::new()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(TpeProposer::new(small, 0, goal()).startup(Some(300)), 2);
+}
+
 #[tokio::test]
 async fn racing_it_reaches_the_peak_and_judges_only_screened_leaders() {
     let mut reached = 0;
