@@ -17,11 +17,12 @@ import {createContext, REFERENCE} from "./engine.mjs";
 /// (docs/experiments/2026-12-06-llm-serve-teacher-forced-check.md).
 export const TIE_NATS = 1.0;
 
-/// The most likely token of `probs` among those `keep` accepts: [token, probability].
+/// The most likely token of `probs` among those `keep` accepts: [token, probability]. The map
+/// node-llama-cpp returns is sorted from the most likely token down, so the first that `keep`
+/// accepts is the one.
 function most(probs, keep = () => true) {
-    let top = [null, 0];
-    for (const [t, p] of probs) if (p > top[1] && keep(t)) top = [t, p];
-    return top;
+    for (const [t, p] of probs) if (keep(t)) return [t, p];
+    return [null, 0];
 }
 
 /// A checker holding one reference-configuration context.
