@@ -16,6 +16,23 @@ const context = await createContext(engine, config);
 const free = Array.from({length: config.sequences}, () => sequenceOf(engine, context, config));
 const queue = [];
 let nextId = 0;
+// Sequences whose history is being cleared. node-llama-cpp 3.22.1 clears a sequence under the
+// context's lock, which its decode loop holds for as long as any decode is queued: with two or
+// more sequences generating, a third request waited for one of them to finish before its first
+// token (1-2 s with SmolLM2-135M). So every generating sequence pauses between tokens while a
+// clear waits; the loop then runs dry, lets go of the lock, and the clear takes milliseconds.
+const clearing = new Set();
+
+async function clear(seq) {
+    if (seq.nextTokenIndex === 0) return;
+    const done = seq.clearHistory();
+    clearing.add(done);
+    try {
+        await done;
+    } finally {
+        clearing.delete(done);
+    }
+}
 
 function dispatch() {
     while (free.length > 0 && queue.length > 0) {
@@ -30,7 +47,7 @@ async function generate(seq, req) {
     const tokens = [];
     let shown = "";
     try {
-        await seq.clearHistory();
+        await clear(seq);
         for await (const token of seq.evaluate(req.prompt, {temperature: 0, yieldEogToken: true})) {
             if (req.closed) break;
             if (!req.ignoreEos && model.isEogToken(token)) { req.finish("stop"); return; }
@@ -39,6 +56,7 @@ async function generate(seq, req) {
             req.send(text.slice(shown.length), token);
             shown = text;
             if (tokens.length >= req.maxTokens) { req.finish("length"); return; }
+            while (clearing.size > 0) await Promise.allSettled([...clearing]);
         }
         req.finish(req.closed ? "cancelled" : "stop");
     } catch (e) {

@@ -1,7 +1,8 @@
 //! The LLM serving task (tasks/llm-serve): llama.cpp with SmolLM2-135M's real weights serves a
 //! short trace under each configuration, through the sandbox; a scheduler that changes what the
 //! model is asked, or a configuration llama.cpp cannot run, fails with the reason; a valid
-//! configuration is measured and judged; and without its packages a run says what to install.
+//! configuration is measured and judged; a request that arrives while two long answers decode on
+//! used sequences starts at once; and without its packages a run says what to install.
 
 use crate::common::replay::run_replay;
 use crate::common::tools::{Tool, missing};
@@ -9,6 +10,19 @@ use crate::common::{Env, edit, files_line};
 use predicates::str::contains;
 
 const TASK: &str = "llm-serve";
+
+/// Whether the task's packages and weights are installed; where not, the missing tool is named
+/// (a failure where it is expected).
+fn installed(env: &Env, task: &str) -> bool {
+    let ready = env.cmd().args(["setup", "--check", task]).output().unwrap();
+    if !ready.status.success() {
+        missing(
+            Tool::LlmServe,
+            "the LLM serving task: its packages and weights are not installed (polymorph setup tasks/llm-serve)",
+        );
+    }
+    ready.status.success()
+}
 
 #[test]
 fn without_its_packages_the_llm_task_says_what_to_install() {
@@ -40,12 +54,7 @@ fn llama_cpp_serves_a_short_trace_and_changed_answers_fail() {
     let env = Env::alone();
     let task = env.task(TASK);
     let t = task.to_str().unwrap();
-    let ready = env.cmd().args(["setup", "--check", t]).output().unwrap();
-    if !ready.status.success() {
-        missing(
-            Tool::LlmServe,
-            "the LLM serving task: its packages and weights are not installed (polymorph setup tasks/llm-serve)",
-        );
+    if !installed(&env, t) {
         return;
     }
     // A short trace and no hand-tuned baseline, which this test does not need: this machine has
@@ -93,4 +102,41 @@ fn llama_cpp_serves_a_short_trace_and_changed_answers_fail() {
         "{:?}",
         r[2]
     );
+}
+
+#[test]
+fn a_third_request_starts_while_two_long_answers_decode() {
+    let env = Env::alone();
+    let task = env.task(TASK);
+    let t = task.to_str().unwrap();
+    if !installed(&env, t) {
+        return;
+    }
+    // The fixture is both the test and the bench: it fails when the third request's first token
+    // comes after a long answer ended, and prints the margin otherwise.
+    std::fs::copy(
+        crate::common::repo().join("tests/fixtures/llm-serve-overlap.mjs"),
+        task.join("overlap.mjs"),
+    )
+    .unwrap();
+    let toml = task.join("task.toml");
+    edit(&toml, "hand_tuned = ", "# hand_tuned = ");
+    edit(
+        &toml,
+        "test = \"node check.mjs\"",
+        "test = \"node overlap.mjs\"",
+    );
+    edit(
+        &toml,
+        "bench = \"node bench.mjs\"",
+        "bench = \"node overlap.mjs\"",
+    );
+    edit(
+        &task.join("config.json"),
+        "\"sequences\": 1",
+        "\"sequences\": 3",
+    );
+    let check = env.json(&["check", t, "--rounds", "1"]);
+    let margin = check["trees"][0]["cases"]["overlap"].as_f64().unwrap();
+    assert!(margin > 0.0, "{check}");
 }
