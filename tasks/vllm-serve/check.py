@@ -1,9 +1,10 @@
 """The correctness check (harness-owned): the weights are the ones the context names (sha256);
 then fixed prompts (an empty one, non-ASCII, a long one, plain questions) go to this tree's
 configuration of `vllm serve` among seeded random fillers, all at once, so that they are batched,
-chunked and cached as the configuration does it; each answer must be the reference
-configuration's greedy answer up to a near-tie (verify.py), and so must every filler's answer.
-The reference is served after the candidate, by its own `vllm serve`."""
+chunked and cached as the configuration does it; every token of each answer, fillers' included,
+must be within a near-tie of the reference configuration's most likely token given the answer's
+own prefix (teacher-forced, verify.py). The reference is served after the candidate, by its own
+`vllm serve`."""
 
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -36,9 +37,9 @@ order = sorted(range(len(jobs)), key=lambda _: r.next())
 jobs = [jobs[i] for i in order]
 
 
-def run(server, job, top=0):
+def run(server, job):
     return client.ask(server.port, [{"role": "user", "content": job["prompt"]}], sizes["answer_tokens"],
-                      ignore_eos=job["ignore_eos"], top=top)
+                      ignore_eos=job["ignore_eos"])
 
 
 with client.Server(client.read_config(), m) as server, ThreadPoolExecutor(max_workers=len(jobs)) as pool:
@@ -47,16 +48,14 @@ for job, a in zip(jobs, answers):
     if not a["ok"]:
         raise SystemExit(f"FAIL: a prompt of {len(job['prompt'])} characters got no answer: {a['error']}")
 
-checked = list(zip(jobs, answers))
-with client.Server(client.REFERENCE, m) as ref:
-    expected = [run(ref, j, top=verify.TOP) for j, _ in checked]
 ties = 0
-for (job, a), want in zip(checked, expected):
-    if not want["ok"]:
-        raise SystemExit(f"FAIL: the reference configuration did not answer: {want['error']}")
-    ok, tie, why = verify.judge(a, want)
-    if not ok:
-        raise SystemExit(f"FAIL: the prompt {job['prompt'][:50]!r}: {why}")
-    ties += tie
-print(f"ok: all {len(jobs)} answers match the reference's greedy answers"
-      f" ({ties} up to a near-tie); {m['name']} sha256 {sha[:12]}")
+widest = 0.0
+with client.Server(client.REFERENCE, m) as ref:
+    for job, a in zip(jobs, answers):
+        ok, tie, gap, why = verify.judge(ref, [{"role": "user", "content": job["prompt"]}], a["tokens"])
+        if not ok:
+            raise SystemExit(f"FAIL: the prompt {job['prompt'][:50]!r}: {why}")
+        ties += tie
+        widest = max(widest, gap)
+print(f"ok: all {len(jobs)} answers are the reference's, token by token ({ties} with a near-tie; the widest"
+      f" {widest:.3f} nats of {verify.TIE_NATS}); {m['name']} sha256 {sha[:12]}")

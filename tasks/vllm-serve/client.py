@@ -1,6 +1,9 @@
 """The client side (harness-owned): starts vLLM's OpenAI-compatible server (`vllm serve`, from the
 PATH) with a configuration's flags, waits until it is healthy, sends it streamed chat requests
-that return each token's id and log-probability, and stops it with every process it started."""
+that return each token's id (`return_token_ids`, vLLM 0.10.2 or later; no log-probabilities, so
+that vLLM treats them as it treats a user's: it does not speculate on a request that asks for
+them), asks the reference for its distributions over a given answer, and stops a server with
+every process it started."""
 
 import http.client
 import json
@@ -16,12 +19,13 @@ import time
 MAX_MODEL_LEN = 4096
 # How long a server may take to load the weights, profile memory and capture CUDA graphs.
 STARTUP_S = 600
-# The configuration answers are checked against: one sequence at a time, no chunking, no prefix
-# cache, no CUDA graphs, the model's own KV-cache type, no speculation.
+# The configuration answers are checked against: one sequence at a time, chunked prefill on with
+# vLLM's default step size (recent vLLM warns that turning it off may give incorrect outputs), no
+# prefix cache, no CUDA graphs, the model's own KV-cache type, no speculation.
 REFERENCE = {
     "max_num_seqs": 1,
-    "max_num_batched_tokens": MAX_MODEL_LEN,
-    "chunked_prefill": False,
+    "max_num_batched_tokens": 0,
+    "chunked_prefill": True,
     "kv_cache_dtype": "auto",
     "ngram_tokens": 0,
     "prefix_caching": False,
@@ -123,20 +127,44 @@ class Server:
                 continue
 
 
-def _token(entry):
-    """A token's identity: its id where the server gives ids ("token_id:123"), else its text."""
-    t = entry["token"]
-    return int(t[9:]) if t.startswith("token_id:") else t
+def _post(port, path, body):
+    """A JSON request and its JSON answer; an HTTP error is raised with its text."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=STARTUP_S)
+    try:
+        conn.request("POST", path, json.dumps(body), {"content-type": "application/json"})
+        res = conn.getresponse()
+        text = res.read().decode(errors="replace")
+        if res.status != 200:
+            raise SystemExit(f"{path}: HTTP {res.status}: {text[:300]}")
+        return json.loads(text)
+    finally:
+        conn.close()
 
 
-def ask(port, messages, max_tokens, ignore_eos=False, top=0, deadline=None):
-    """One streamed request: {ok, tokens, logprobs, top (one {token: logprob} per token when
-    `top` > 0), times (time.monotonic() per token), finish, error}. Past `deadline` (a
-    time.monotonic() value) the connection is closed and the answer is what came by then."""
-    got = {"ok": False, "tokens": [], "logprobs": [], "top": [], "times": [], "finish": None, "error": None}
+def tokenize(port, messages):
+    """The prompt's token ids as the server's chat template and tokenizer make them."""
+    return _post(port, "/tokenize", {"model": "local", "messages": messages, "add_generation_prompt": True})["tokens"]
+
+
+def distributions(port, prompt, answer, top):
+    """The server's distribution at each of `answer`'s positions given the prompt and the answer's
+    own tokens before it (teacher-forced, one pass: `prompt_logprobs`): one {token id: logprob}
+    a position, holding its `top` most likely tokens and the answer's own token."""
+    got = _post(port, "/v1/completions", {"model": "local", "prompt": [*prompt, *answer], "max_tokens": 1,
+                                          "temperature": 0, "prompt_logprobs": top})
+    rows = got["choices"][0]["prompt_logprobs"][len(prompt):]
+    if len(rows) != len(answer) or any(r is None for r in rows):
+        raise SystemExit(f"/v1/completions gave {len(rows)} distributions for an answer of {len(answer)} tokens")
+    return [{int(t): e["logprob"] for t, e in r.items()} for r in rows]
+
+
+def ask(port, messages, max_tokens, ignore_eos=False, deadline=None):
+    """One streamed request: {ok, tokens (ids, an end token included as vLLM returns it), times
+    (time.monotonic() per token), finish, error}. Past `deadline` (a time.monotonic() value) the
+    connection is closed and the answer is what came by then."""
+    got = {"ok": False, "tokens": [], "times": [], "finish": None, "error": None}
     body = {"model": "local", "messages": messages, "max_tokens": max_tokens, "temperature": 0,
-            "seed": 0, "stream": True, "ignore_eos": ignore_eos, "logprobs": True,
-            "top_logprobs": top, "return_tokens_as_token_ids": True}
+            "seed": 0, "stream": True, "ignore_eos": ignore_eos, "return_token_ids": True}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=STARTUP_S)
     try:
         conn.request("POST", "/v1/chat/completions", json.dumps(body), {"content-type": "application/json"})
@@ -169,11 +197,13 @@ def ask(port, messages, max_tokens, ignore_eos=False, top=0, deadline=None):
                 return got
             now = time.monotonic()
             for choice in event.get("choices") or []:
-                for entry in (choice.get("logprobs") or {}).get("content") or []:
-                    got["tokens"].append(_token(entry))
-                    got["logprobs"].append(entry["logprob"])
-                    got["top"].append({_token(e): e["logprob"] for e in entry.get("top_logprobs") or []})
-                    got["times"].append(now)
+                ids = choice.get("token_ids")
+                if ids is None and (choice.get("delta") or {}).get("content"):
+                    got["error"] = ("the server streams text without token ids: tasks/vllm-serve needs vLLM 0.10.2 or"
+                                    " later (return_token_ids)")
+                    return got
+                got["tokens"] += ids or []
+                got["times"] += [now] * len(ids or [])
                 got["finish"] = choice.get("finish_reason") or got["finish"]
     except (OSError, ValueError, KeyError, http.client.HTTPException) as e:
         got["error"] = f"{type(e).__name__}: {e}"

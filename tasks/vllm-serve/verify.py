@@ -1,37 +1,39 @@
 """Answers checked against the reference configuration (harness-owned), by the rule llm-serve's
 verify.mjs applies. Greedy decoding is not bit-for-bit the same across configurations: batching,
 chunked prefill, an fp8 KV cache or CUDA graphs change the sums' order, and a quantized model has
-near-ties. So an answer must match the reference's greedy answer token for token up to its first
-difference, and there the two tokens must be a near-tie in the reference's own log-probabilities
-(within TIE_NATS); past it the answers continue from different text and are not compared. An
-answer that differs where the reference was sure, ends where the reference goes on, or goes on
-where the reference ends, is wrong, and the reason says where and by how much."""
+near-ties, after which two correct servers go on from different text. So each answer is scored
+whole, teacher-forced: the reference reads the prompt and the answer in one pass
+(`prompt_logprobs`) and gives, at every answer position, its distribution of the next token given
+the answer's own tokens before it; every token the server gave must be within TIE_NATS of the
+reference's most likely token there. vLLM returns an answer's end token with its ids, so an
+answer that stops is scored at its end too, and one that goes on where the reference would stop
+is wrong at that token. The reason says at which token and by how many nats."""
 
-# How far apart two tokens' log-probabilities may be and still count as a tie.
-TIE_NATS = 0.5
-# How many of the reference's most likely tokens it reports at each step.
+import client
+
+# How far an answer's token may be below the reference's most likely token, in nats: llm-serve's
+# tolerance, measured there against correct configurations and a prompt-trimming scheduler (not
+# yet measured on vLLM).
+TIE_NATS = 1.0
+# How many of the reference's most likely tokens it reports at each position (vLLM allows 20).
 TOP = 5
 
 
-def judge(answer, reference):
-    """(ok, tie, why) for `answer` (client.ask's result) against `reference` (the reference
-    configuration's answer to the same request, asked with top=TOP)."""
-    a, r = answer["tokens"], reference["tokens"]
-    for i, (got, want) in enumerate(zip(a, r)):
-        if got == want:
-            continue
-        top = reference["top"][i]
-        p_ref = top.get(want, reference["logprobs"][i])
-        if got not in top:
-            return False, False, (f"token {i}: {got!r} where the reference says {want!r}, not among the"
-                                  f" reference's {len(top)} most likely tokens")
-        gap = p_ref - top[got]
-        if gap <= TIE_NATS:
-            return True, True, None
-        return False, False, (f"token {i}: {got!r} where the reference says {want!r},"
-                              f" {gap:.2f} nats apart")
-    if len(a) < len(r):
-        return False, False, f"the answer ends after {len(a)} tokens where the reference goes on with {r[len(a)]!r}"
-    if len(a) > len(r):
-        return False, False, f"the answer goes on with {a[len(r)]!r} after {len(r)} tokens, where the reference ends"
-    return True, False, None
+def judge(ref, messages, tokens):
+    """(ok, tie, widest, why) for `tokens`, a server's answer to `messages`, under the reference
+    server `ref` (a client.Server): `tie` when some token was not the reference's most likely,
+    `widest` the largest gap in nats."""
+    if not tokens:
+        return False, False, 0.0, "the answer has no tokens, not even an end token"
+    rows = client.distributions(ref.port, client.tokenize(ref.port, messages), tokens, TOP)
+    widest = 0.0
+    for i, (got, row) in enumerate(zip(tokens, rows)):
+        best = max(row, key=row.get)
+        if got not in row:
+            return False, False, widest, f"token {i}: {got!r}, which the reference did not score (its most likely: {best!r})"
+        gap = row[best] - row[got]
+        widest = max(widest, gap)
+        if gap > TIE_NATS:
+            return False, False, widest, (f"token {i}: {got!r} where the reference's most likely is {best!r},"
+                                          f" {gap:.2f} nats apart")
+    return True, widest > 0, widest, None

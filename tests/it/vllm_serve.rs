@@ -92,6 +92,7 @@ impl Harness {
             .env("POLYMORPH_SEED", "1")
             .env("POLYMORPH_WORKLOAD", self.env.path().join("tiny.json"))
             .env("FAKE_VLLM_LOG", self.env.path().join("starts.log"))
+            .env("FAKE_VLLM_REQUESTS", self.env.path().join("requests.log"))
             .output()
             .unwrap()
     }
@@ -102,6 +103,18 @@ impl Harness {
         log.lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
+    }
+
+    /// The fields of every chat request sent so far: none asks for log-probabilities, which
+    /// vLLM does not speculate on, and each asks for token ids.
+    fn assert_requests_plain(&self) {
+        let log = std::fs::read_to_string(self.env.path().join("requests.log")).unwrap();
+        assert!(log.lines().count() > 12, "{log}");
+        for line in log.lines() {
+            let fields: Vec<String> = serde_json::from_str(line).unwrap();
+            assert!(fields.contains(&"return_token_ids".to_string()), "{line}");
+            assert!(!fields.iter().any(|f| f.contains("logprobs")), "{line}");
+        }
     }
 
     /// bench.py's goodput.
@@ -146,10 +159,13 @@ fn the_vllm_harness_passes_flags_checks_answers_and_counts_goodput() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("ok: all 12 answers match"), "{text}");
-    assert!(!text.contains("(0 up to a near-tie)"), "{text}");
-    // The configuration was served first, then the reference: one sequence, no chunking, no
-    // prefix cache, no CUDA graphs, nothing downloaded.
+    assert!(
+        text.contains("ok: all 12 answers are the reference's"),
+        "{text}"
+    );
+    assert!(!text.contains("(0 with a near-tie"), "{text}");
+    // The configuration was served first, then the reference: one sequence, chunked prefill at
+    // vLLM's default step, no prefix cache, no CUDA graphs, nothing downloaded.
     let starts = h.starts();
     assert_eq!(starts.len(), 2, "{starts:?}");
     assert!(
@@ -161,9 +177,13 @@ fn the_vllm_harness_passes_flags_checks_answers_and_counts_goodput() {
         "{starts:?}"
     );
     let reference = starts[1].join(" ");
+    assert!(
+        !reference.contains("--max-num-batched-tokens"),
+        "{reference}"
+    );
     for flag in [
         "--max-num-seqs 1",
-        "--no-enable-chunked-prefill",
+        "--enable-chunked-prefill",
         "--no-enable-prefix-caching",
         "--enforce-eager",
         "--kv-cache-dtype auto",
@@ -203,6 +223,7 @@ fn the_vllm_harness_passes_flags_checks_answers_and_counts_goodput() {
     assert!(batched > 2.0 * single, "{batched} vs {single}");
     let last = h.starts().last().unwrap().join(" ");
     assert!(last.contains("--max-num-seqs 1"), "{last}");
+    h.assert_requests_plain();
 }
 
 /// Where a GPU and vLLM exist: the real engine checks, benchmarks and tunes the task.
