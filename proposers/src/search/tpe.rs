@@ -1,8 +1,9 @@
 //! The tree-structured Parzen estimator (TPE; Bergstra et al., 2011) over a task's `[params]`,
-//! with Optuna's defaults, racing like the model search (race.rs). Measured assignments are
+//! with Optuna's default constants, racing like the model search (race.rs). Measured assignments are
 //! ranked by what the judge could accept of them (scoring.rs); the best `gamma(n)` form the
 //! "good" density l and the rest the "bad" density g, one categorical distribution per
-//! parameter with a uniform prior; the next proposal is the fresh assignment with the highest
+//! parameter with a uniform prior (sharper than Optuna's own kernels, which scored worse:
+//! docs/search.md); the next proposal is the fresh assignment with the highest
 //! l/g among draws from l. Until a few assignments are measured, proposals are uniform draws:
 //! Optuna's ten, fewer in a run too short or a space too small for ten to leave room for the
 //! model (`startup`, with tuning.rs's `RUN_SHARE`). Its other constants are Optuna's.
