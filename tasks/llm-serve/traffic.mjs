@@ -1,8 +1,10 @@
 // Traffic traces (harness-owned): a workload file names the arrival rate, the window, the prompt
 // and answer lengths and the two SLOs (time to first token, time per output token); the trace is
 // drawn from its seed, so every bench process of a context replays the same arrivals (open-loop,
-// Poisson) and the same prompts.
+// Poisson) and the same prompts. Or the workload names a request log (log.mjs) and the trace is
+// a stretch of it, its arrivals scaled to the workload's rate.
 import {readFileSync} from "node:fs";
+import {logRequests, readLog} from "./log.mjs";
 
 const FIELDS = ["name", "rate_rps", "window_s", "prompt_words", "answer_tokens", "slo_ttft_ms", "slo_tpot_ms", "seed"];
 
@@ -37,19 +39,24 @@ export function rng(seed) {
     };
 }
 
-/// Reads and checks a workload file.
+/// Reads and checks a workload file (and the request log it names, if any).
 export function load(path) {
     const w = JSON.parse(readFileSync(path, "utf8"));
-    const missing = FIELDS.filter((k) => !(k in w));
+    // A log gives each request's lengths; the ranges are then optional bounds on them.
+    const needed = "log" in w ? FIELDS.filter((k) => k !== "prompt_words" && k !== "answer_tokens") : FIELDS;
+    const missing = needed.filter((k) => !(k in w));
     if (missing.length) throw new Error(`${path}: the workload lacks ${missing.join(", ")}`);
     const range = (r) => Array.isArray(r) && r.length === 2 && Number.isInteger(r[0]) && r[0] >= 1 && r[0] <= r[1];
-    if (!range(w.prompt_words) || !range(w.answer_tokens)) throw new Error(`${path}: prompt_words and answer_tokens are [min, max] with 1 <= min <= max`);
+    const ranges = ["prompt_words", "answer_tokens"].filter((k) => k in w || !("log" in w));
+    if (!ranges.every((k) => range(w[k]))) throw new Error(`${path}: prompt_words and answer_tokens are [min, max] with 1 <= min <= max`);
     if (!(w.rate_rps > 0 && w.window_s > 0 && w.slo_ttft_ms > 0 && w.slo_tpot_ms > 0)) throw new Error(`${path}: rate_rps, window_s and both SLOs must be positive`);
+    if ("log" in w) w.entries = readLog(path, w);
     return w;
 }
 
 /// [{at (seconds after the start), messages, maxTokens}] for the workload's window.
 export function requests(w) {
+    if (w.entries) return logRequests(w, rng);
     const r = rng(w.seed);
     const out = [];
     for (let t = r.exp(w.rate_rps); t < w.window_s; t += r.exp(w.rate_rps)) {

@@ -1,10 +1,13 @@
 """Traffic traces (harness-owned), as llm-serve's traffic.mjs draws them: a workload file names
 the arrival rate, the window, the prompt and answer lengths and the two SLOs (time to first
 token, time per output token); the trace is drawn from its seed with the same generator, so every
-bench process of a context replays the same open-loop Poisson arrivals and the same prompts."""
+bench process of a context replays the same open-loop Poisson arrivals and the same prompts. Or
+the workload names a request log (log.py) and the trace is a stretch of it, as llm-serve draws it."""
 
 import json
 import math
+
+import log
 
 FIELDS = ("name", "rate_rps", "window_s", "prompt_words", "answer_tokens", "slo_ttft_ms",
           "slo_tpot_ms", "seed")
@@ -55,7 +58,9 @@ def load(path):
     """Reads and checks a workload file."""
     with open(path, encoding="utf-8") as f:
         w = json.load(f)
-    missing = [k for k in FIELDS if k not in w]
+    # A log gives each request's lengths; the ranges are then optional bounds on them.
+    needed = [k for k in FIELDS if "log" not in w or k not in ("prompt_words", "answer_tokens")]
+    missing = [k for k in needed if k not in w]
     if missing:
         raise SystemExit(f"{path}: the workload lacks {', '.join(missing)}")
 
@@ -63,15 +68,19 @@ def load(path):
         return (isinstance(r, list) and len(r) == 2 and all(isinstance(x, int) for x in r)
                 and 1 <= r[0] <= r[1])
 
-    if not span(w["prompt_words"]) or not span(w["answer_tokens"]):
+    if not all(span(w[k]) for k in ("prompt_words", "answer_tokens") if k in w or "log" not in w):
         raise SystemExit(f"{path}: prompt_words and answer_tokens are [min, max] with 1 <= min <= max")
     if not all(w[k] > 0 for k in ("rate_rps", "window_s", "slo_ttft_ms", "slo_tpot_ms")):
         raise SystemExit(f"{path}: rate_rps, window_s and both SLOs must be positive")
+    if "log" in w:
+        w["entries"] = log.read(path, w)
     return w
 
 
 def requests(w):
     """[{at (seconds after the start), messages, max_tokens}] for the workload's window."""
+    if "entries" in w:
+        return log.requests(w, Rng)
     r = Rng(w["seed"])
     out = []
     t = r.exp(w["rate_rps"])

@@ -24,6 +24,7 @@ mod objective;
 mod polymorphic;
 mod postgres;
 mod postgres_query;
+mod request_logs;
 mod resume;
 mod review;
 mod run_cli;
