@@ -122,5 +122,6 @@ export function logRequests(w, rng) {
         out.push({at, maxTokens: sized(row.answer, w.answer_tokens),
             messages: [{role: "user", content: `${parts.join(" ")}\n\n${ask}.`}]});
     }
+    if (!out.length) throw new Error(`${w.name}: the ${w.window_s} s of its log that seed ${w.seed} picks hold no request: widen window_s or pick another seed`);
     return out;
 }

@@ -148,4 +148,7 @@ def requests(w, rng):
             parts.append(r.words(left))
         out.append({"at": at, "max_tokens": sized(row["answer"], w.get("answer_tokens")),
                     "messages": [{"role": "user", "content": " ".join(parts) + f"\n\n{ask}."}]})
+    if not out:
+        raise SystemExit(f"{w['name']}: the {w['window_s']} s of its log that seed {w['seed']} picks hold no request:"
+                         " widen window_s or pick another seed")
     return out

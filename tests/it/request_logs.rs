@@ -176,6 +176,19 @@ fn a_log_that_is_not_what_the_workload_names_is_refused_alike() {
         ),
         ("trace.txt", good, None, "a log is .csv"),
     ];
+    // Two requests an hour apart, replayed at the log's rate: most 10 s stretches hold neither.
+    let sparse = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,10,2\n2023-11-16 19:00:00,10,2\n";
+    let w = workload(
+        dir.path(),
+        "sparse.csv",
+        sparse,
+        serde_json::json!({"rate_rps": 1.0 / 3600.0}),
+    );
+    let (js, py) = traces(&w);
+    for (who, got) in [("node", js), ("python", py)] {
+        let e = got.expect_err(&format!("{who} took an empty stretch"));
+        assert!(e.contains("hold no request: widen window_s"), "{who}: {e}");
+    }
     for (name, log, sha, why) in cases {
         let mut extra = serde_json::json!({});
         if let Some(s) = sha {
