@@ -1,6 +1,7 @@
 //! The tree-structured Parzen estimator (TPE; Bergstra et al., 2011) over a task's `[params]`,
-//! with Optuna's default constants, racing like the model search (race.rs). Measured assignments are
-//! ranked by what the judge could accept of them (scoring.rs); the best `gamma(n)` form the
+//! with Optuna's default constants, racing like the model search (race.rs). Measured
+//! assignments are ranked by what the judge could accept of them (scoring.rs); the best
+//! `gamma(n)` form the
 //! "good" density l and the rest the "bad" density g, one categorical distribution per
 //! parameter with a uniform prior (sharper than Optuna's own kernels, which scored worse:
 //! docs/search.md); the next proposal is the fresh assignment with the highest
