@@ -181,17 +181,29 @@ fn print_run(r: &RunReport, ledger: &Path, json: bool) -> Result<()> {
             "measured"
         }
     );
-    println!("    start       {}", fmt_score(r.start_score));
+    // Each tree's share of the machine's limit, where the bench measures one.
+    let of_limit = |x: Option<f64>| match (x, &r.limit) {
+        (Some(x), Some((name, l))) => Some(format!("{:.0}% of the {name} {l:.4}", x / l * 100.0)),
+        _ => None,
+    };
+    let share = |x: Option<f64>| of_limit(x).map_or(String::new(), |s| format!("; {s}"));
     println!(
-        "    best        {}  ({} the start)",
+        "    start       {}{}",
+        fmt_score(r.start_score),
+        of_limit(r.start_score).map_or(String::new(), |s| format!("  ({s})"))
+    );
+    println!(
+        "    best        {}  ({} the start{})",
         fmt_score(r.best_score),
-        ratio(r.start_score, r.best_score)
+        ratio(r.start_score, r.best_score),
+        share(r.best_score)
     );
     if r.hand_tuned_score.is_some() {
         println!(
-            "    hand-tuned  {}  (best is {} of it)",
+            "    hand-tuned  {}  (best is {} of it{})",
             fmt_score(r.hand_tuned_score),
-            ratio(r.hand_tuned_score, r.best_score)
+            ratio(r.hand_tuned_score, r.best_score),
+            share(r.hand_tuned_score)
         );
     }
     if let (Some(e), Some(c)) = (r.best_entry, &r.best_commit) {

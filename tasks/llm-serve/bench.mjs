@@ -5,15 +5,20 @@
 // load never pays by itself. Time runs from a request's scheduled arrival, so a server that falls
 // behind is charged for the wait. Goodput counts half a request more than met the SLOs, as
 // minilm-serve does: a configuration that meets none still has a ratio to another.
-// Two answers, chosen by POLYMORPH_SEED, are then checked against the reference configuration.
+// Two answers, chosen by POLYMORPH_SEED, are then checked against the reference configuration,
+// and the bound on this trace's goodput on this machine is stated (bound.mjs), the task's limit.
 import {ask, startServer} from "./client.mjs";
-import {chatPrompt, loadModel} from "./engine.mjs";
+import {chatPrompt, llamaCpp, loadModel, modelFile} from "./engine.mjs";
 import {load, requests, rng} from "./traffic.mjs";
 import {referee} from "./verify.mjs";
+import {bounds, modelCost, probe} from "./bound.mjs";
 
 const VERIFIED = 2;
 const w = load(process.env.POLYMORPH_WORKLOAD ?? new URL("./workloads/chat.json", import.meta.url).pathname);
 const reqs = requests(w);
+// The machine is probed before the server starts, with nothing else of the bench's running.
+const cost = await modelCost(await llamaCpp(), modelFile().path);
+const machine = probe(cost.stepBytes);
 const server = await startServer();
 await ask(server.port, [{role: "user", content: "Hello"}], 4);
 
@@ -47,8 +52,8 @@ const finished = scored.filter((s) => s.complete);
 const answered = done.map((a, i) => [a, i]).filter(([a, i]) => scored[i].complete);
 const r = rng(Number(process.env.POLYMORPH_SEED ?? 1));
 let checked = 0;
+const engine = await loadModel();
 if (answered.length) {
-    const engine = await loadModel();
     // How many of a verified answer's first tokens are compared: the reference's time is not
     // free, and it grows with the model (models.json's `check`).
     const verifiedTokens = engine.file.check.bench_tokens;
@@ -65,13 +70,25 @@ if (answered.length) {
         checked++;
     }
 }
+// The machine's bound: the limit no configuration can honestly pass (task.toml's [metric] limit),
+// and the rates and capacity behind it.
+const prompts = reqs.map((q) => engine.model.tokenize(chatPrompt(q.messages), true));
+const bound = bounds(w, prompts, reqs.map((q) => q.maxTokens), cost, machine);
 const line = (metric, value, extra = {}) =>
     console.log(JSON.stringify({metric, case: w.name, value, ...extra}));
+console.log(JSON.stringify({metric: "goodput_bound", value: bound.goodput}));
+for (const k of ["capacity_rps", "decode_tps", "batch_decode_tps", "prefill_tps"]) {
+    if (Number.isFinite(bound[k])) line(`${k}_bound`, bound[k]);
+}
+line("probe_read_gbps", machine.read_gbps);
+if (machine.int8_gmacs) line("probe_int8_gmacs", machine.int8_gmacs);
 // "verified": how many of the answers served in the timed window were compared with the reference.
 line("goodput", (good + 0.5) / w.window_s, {verified: checked});
 line("ttft_p90_ms", p90(scored.map((s) => s.ttft)));
 line("tpot_p90_ms", p90(finished.map((s) => s.tpot)));
 line("finished", finished.length / reqs.length);
 console.log(`${w.name}: ${reqs.length} requests at ${w.rate_rps}/s for ${w.window_s} s, ${good} within ` +
-    `${w.slo_ttft_ms} ms to the first token and ${w.slo_tpot_ms} ms a token, ${finished.length} finished`);
+    `${w.slo_ttft_ms} ms to the first token and ${w.slo_tpot_ms} ms a token, ${finished.length} finished; ` +
+    `the machine's bound: ${bound.met} (${machine.threads} cores, ${machine.read_gbps.toFixed(1)} GB/s, ` +
+    `${machine.int8_gmacs ? `${machine.int8_gmacs.toFixed(0)} G int8 MAC/s` : "no arithmetic bound"})`);
 process.exit(0);

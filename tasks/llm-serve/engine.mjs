@@ -9,7 +9,7 @@ import {availableParallelism} from "node:os";
 import {dirname, join} from "node:path";
 import {fileURLToPath, pathToFileURL} from "node:url";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
+export const HERE = dirname(fileURLToPath(import.meta.url));
 // What went wrong, in one line first (the sandbox's verdict quotes the first line), not Node's
 // echo of the throwing source line.
 for (const event of ["uncaughtException", "unhandledRejection"]) {
@@ -84,9 +84,15 @@ export function createContext({lib, model}, config) {
     });
 }
 
+/// The most tokens lookup decoding drafts for one step (node-llama-cpp's default, named because
+/// the machine's bound counts on it: bound.mjs).
+export const LOOKUP_DRAFT_TOKENS = 3;
+
 /// A sequence of `context`, predicting tokens from its own input when `config.lookup_decoding`.
 export function sequenceOf({lib}, context, config) {
-    const tokenPredictor = config.lookup_decoding ? new lib.InputLookupTokenPredictor() : undefined;
+    const tokenPredictor = config.lookup_decoding
+        ? new lib.InputLookupTokenPredictor({predictionLength: {min: 1, max: LOOKUP_DRAFT_TOKENS}})
+        : undefined;
     return context.getSequence({tokenPredictor});
 }
 

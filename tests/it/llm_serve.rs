@@ -1,8 +1,9 @@
 //! The LLM serving task (tasks/llm-serve): llama.cpp with SmolLM2-135M's real weights serves a
-//! short trace under each configuration, through the sandbox; a scheduler that changes what the
-//! model is asked, or a configuration llama.cpp cannot run, fails with the reason; a valid
-//! configuration is measured and judged; a request that arrives while two long answers decode on
-//! used sequences starts at once; and without its packages a run says what to install.
+//! short trace under each configuration, through the sandbox, and the machine's bound on it is
+//! stated; a scheduler that changes what the model is asked, or a configuration llama.cpp cannot
+//! run, fails with the reason; a valid configuration is measured and judged; a request that
+//! arrives while two long answers decode on used sequences starts at once; and without its
+//! packages a run says what to install.
 
 use crate::common::replay::run_replay;
 use crate::common::tools::{Tool, missing};
@@ -71,6 +72,12 @@ fn llama_cpp_serves_a_short_trace_and_changed_answers_fail() {
     let check = env.json(&["check", t, "--rounds", "1"]);
     let goodput = check["trees"][0]["cases"]["tiny"].as_f64().unwrap();
     assert!(goodput > 1.0 && goodput < 10.0, "{check}");
+    // The machine's bound (probe.c, built by the task's build, and bound.mjs): with SLOs this
+    // loose every request could be met, so the bound is the trace's ceiling, (n + 0.5) / 1.5 s.
+    let bound = check["trees"][0]["limit"].as_f64().unwrap();
+    let n = bound * 1.5 - 0.5;
+    assert!(n >= 1.0 && (n - n.round()).abs() < 1e-9, "{check}");
+    assert!(goodput <= bound, "{check}");
     // A scheduler that drops the start of long prompts to go faster changes answers; a KV cache
     // llama.cpp cannot build is named; a plain change of configuration is measured and judged.
     let trimming = "export function admit() { return true; }\nexport function pick(queue) {\n    for (const r of queue) if (r.prompt.length > 60) r.prompt = r.prompt.slice(-60);\n    return 0;\n}\n";
@@ -121,6 +128,8 @@ fn a_third_request_starts_while_two_long_answers_decode() {
     .unwrap();
     let toml = task.join("task.toml");
     edit(&toml, "hand_tuned = ", "# hand_tuned = ");
+    // The fixture states no machine's bound.
+    edit(&toml, "limit = \"goodput_bound\"", "# limit");
     edit(
         &toml,
         "test = \"node check.mjs\"",

@@ -20,6 +20,7 @@ mod layers;
 mod layout;
 mod llm_serve;
 mod lying_worker;
+mod machine_bound;
 mod objective;
 mod polymorphic;
 mod postgres;

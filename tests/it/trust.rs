@@ -186,6 +186,21 @@ echo "{\"metric\": \"light\", \"value\": $((n * 4000000000 / (best + 1)))}"
         &[],
     );
     expect(&r, 0, "quarantined", "measured above the hardware's limit");
+    // The run's summary gives each tree's share of the limit its final processes measured.
+    let replay = env.write(
+        "again.jsonl",
+        &(files_line("impl.sh", CLOSED_FORM, "again") + "\n"),
+    );
+    let out = env
+        .cmd()
+        .args(["run", task.to_str().unwrap(), "--budget", "1"])
+        .arg("--proposer")
+        .arg(format!("replay:{}", replay.display()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("% of the light "), "{text}");
 }
 
 /// A task that declares the machine's bound on its work (`[metric] bound`, here 3x what its

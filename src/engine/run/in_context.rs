@@ -180,6 +180,7 @@ async fn report(
         start_score: run_row.start_score,
         best_score: None,
         hand_tuned_score: run_row.hand_tuned_score,
+        limit: None,
         metric: r.task.metric.name.clone(),
         best_entry: best.as_ref().map(|b| b.id),
         best_commit: best.map(|b| b.commit_sha),

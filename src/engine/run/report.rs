@@ -2,7 +2,7 @@
 //! entry, and the report at the end with start, best and hand-tuned measured side by side.
 
 use crate::engine::evaluate::{Evaluation, Evaluator};
-use crate::measure::{Direction, Verdict, log_gain, pct};
+use crate::measure::{Direction, Verdict, log_gain, median, pct};
 use crate::record::{CommitId, Ledger, RunProposer, RunStatus, Store};
 use crate::task::Resolved;
 use anyhow::{Context as _, Result};
@@ -36,6 +36,9 @@ pub struct RunReport {
     pub start_score: Option<f64>,
     pub best_score: Option<f64>,
     pub hand_tuned_score: Option<f64>,
+    /// The median of the hardware limit the final side-by-side processes measured
+    /// (`[metric] limit`, e.g. a serving trace's goodput bound on this machine), with its name.
+    pub limit: Option<(String, f64)>,
     pub metric: String,
     pub best_entry: Option<i64>,
     pub best_commit: Option<String>,
@@ -151,6 +154,11 @@ pub fn final_measurement(
     report.start_score = Some(scores[0]);
     report.best_score = Some(scores[usize::from(!best_is_start)]);
     report.hand_tuned_score = r.hand_tuned.as_ref().and_then(|_| scores.last().copied());
+    let limits: Vec<f64> = samples.iter().flatten().filter_map(|s| s.limit).collect();
+    report.limit = match &r.task.metric.limit {
+        Some(name) if !limits.is_empty() => Some((name.clone(), median(&limits))),
+        _ => None,
+    };
     Ok(())
 }
 

@@ -1,0 +1,87 @@
+//! llm-serve's machine bound (tasks/llm-serve/bound.mjs): each request is charged what it must
+//! cost (a pass over the weights per decode step, lookup decoding's drafts at most, the prompt's
+//! arithmetic less a prefix an earlier request shared), a request that cannot meet an SLO alone is
+//! never counted, the machine's arithmetic between the first arrival and the last deadline caps
+//! the rest, and without an arithmetic rate only memory bounds anything.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The bounds of a trace whose requests have `prompts` (token ids) and `answers` (lengths), for a
+/// model whose decode step reads 100 MB and whose token costs 1e8 multiply-accumulates, on a
+/// machine that reads 10 GB/s and multiplies at `gmacs` G MAC/s (`null`: unknown).
+fn bounds(slo: (u32, u32), window_s: f64, prompts: &str, answers: &str, gmacs: &str) -> Value {
+    let bound = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tasks/llm-serve/bound.mjs");
+    let js = format!(
+        "import {{bounds}} from {:?}; \
+         const w = {{window_s: {window_s}, slo_ttft_ms: {}, slo_tpot_ms: {}}}; \
+         const cost = {{stepBytes: 1e8, blockMacs: 1e8, outputMacs: 0}}; \
+         const b = bounds(w, {prompts}, {answers}, cost, {{threads: 2, read_gbps: 10, int8_gmacs: {gmacs}}}); \
+         console.log(JSON.stringify(b, (k, v) => v === Infinity ? \"inf\" : v));",
+        bound.display().to_string(),
+        slo.0,
+        slo.1
+    );
+    let out = Command::new("node")
+        .args(["--input-type=module", "-e", &js])
+        .output()
+        .expect("node must be installed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn close(v: &Value, key: &str, want: f64) {
+    let got = v[key].as_f64().unwrap_or_else(|| panic!("{key}: {v}"));
+    assert!(
+        (got - want).abs() < 1e-6 * want.max(1.0),
+        "{key}: {got}, not {want}: {v}"
+    );
+}
+
+// Four requests: A (40 tokens), B (60 of its own), C (A's 40 and 20 more), D (5 tokens, a
+// 2-token answer). One token's arithmetic is 1 ms at 100 G MAC/s; a decode step, 10 ms.
+const PROMPTS: &str = "[[...Array(40).keys()], [...Array(60).keys()].map((i) => 1000 + i), \
+     [...Array(60).keys()], [7, 7, 7, 7, 7].map((t, i) => 2000 + i)]";
+const ANSWERS: &str = "[9, 9, 9, 2]";
+
+#[test]
+fn a_request_that_cannot_meet_an_slo_alone_is_not_counted() {
+    // B's prompt takes 60 ms (> 50) to read; C's takes 20, as it shares A's 40 tokens; D's second
+    // token needs a step of its own (10 ms > 5), where A's eight tokens after the first need two
+    // steps of four (lookup decoding's three drafts and the step's own token): 2.5 ms each.
+    let b = bounds((50, 5), 1.0, PROMPTS, ANSWERS, "100");
+    assert_eq!(b["met"], 2, "{b}");
+    close(&b, "goodput", 2.5);
+    close(&b, "capacity_rps", 0.0);
+    close(&b, "decode_tps", 400.0);
+    close(&b, "batch_decode_tps", 1000.0);
+    close(&b, "prefill_tps", 1000.0);
+    // Relaxed SLOs: every request alone could; capacity is the rate at which the cheapest 90%
+    // (all four here) take the machine's arithmetic: 4 requests in (48 + 68 + 28 + 6) * 1e8 MACs.
+    let b = bounds((1000, 100), 1.0, PROMPTS, ANSWERS, "100");
+    assert_eq!(b["met"], 4, "{b}");
+    close(&b, "goodput", 4.5);
+    close(&b, "capacity_rps", 1e11 * 4.0 / 150e8);
+}
+
+#[test]
+fn the_machines_arithmetic_caps_the_requests_met_before_the_last_deadline() {
+    // Twenty one-token prompts with two-token answers, each 0.2 s of arithmetic at 1 G MAC/s;
+    // the last deadline is 1.05 + (1000 + 2 * 200) / 1000 = 2.45 s after the first arrival: 12 fit.
+    let prompts = "[...Array(20).keys()].map((i) => [i])";
+    let answers = "Array(20).fill(2)";
+    let b = bounds((1000, 200), 1.05, prompts, answers, "1");
+    assert_eq!(b["met"], 12, "{b}");
+    close(&b, "goodput", 12.5 / 1.05);
+    // Unknown arithmetic: only memory bounds, and only the decode steps.
+    let b = bounds((1000, 200), 1.05, prompts, answers, "null");
+    assert_eq!(b["met"], 20, "{b}");
+    assert_eq!(b["capacity_rps"], "inf", "{b}");
+    assert_eq!(b["prefill_tps"], "inf", "{b}");
+    close(&b, "decode_tps", 400.0);
+}
