@@ -9,13 +9,13 @@
 // and the bound on this trace's goodput on this machine is stated (bound.mjs), the task's limit.
 import {ask, startServer} from "./client.mjs";
 import {chatPrompt, llamaCpp, loadModel, modelFile} from "./engine.mjs";
-import {load, requests, rng} from "./traffic.mjs";
+import {load, pathOf, requests, rng} from "./traffic.mjs";
 import {referee} from "./verify.mjs";
 import {bounds, modelCost, probe} from "./bound.mjs";
 
 const VERIFIED = 2;
 const w = load(process.env.POLYMORPH_WORKLOAD ?? new URL("./workloads/chat.json", import.meta.url).pathname);
-const reqs = requests(w);
+const reqs = requests(w, pathOf(w, process.env.POLYMORPH_ROUND_SEED));
 // The machine is probed before the server starts, with nothing else of the bench's running.
 const cost = await modelCost(await llamaCpp(), modelFile().path);
 const machine = probe(cost.stepBytes);

@@ -1,8 +1,9 @@
 // Traffic traces (harness-owned): a workload file names the arrival rate, the window, the prompt
 // and answer lengths and the two SLOs (time to first token, time per output token); the trace is
 // drawn from its seed, so every bench process of a context replays the same arrivals (open-loop,
-// Poisson) and the same prompts. Or the workload names a request log (log.mjs) and the trace is
-// a stretch of it, its arrivals scaled to the workload's rate.
+// Poisson) and the same prompts; with `paths`, from one of that many seeds from `seed` on, which
+// the bench's round picks (both sides of a pair replay the same one). Or the workload names a
+// request log (log.mjs) and the trace is a stretch of it, its arrivals scaled to the workload's rate.
 import {readFileSync} from "node:fs";
 import {logRequests, readLog} from "./log.mjs";
 
@@ -39,6 +40,9 @@ export function rng(seed) {
     };
 }
 
+/// The most arrival paths a workload may name.
+const MAX_PATHS = 64;
+
 /// Reads and checks a workload file (and the request log it names, if any).
 export function load(path) {
     const w = JSON.parse(readFileSync(path, "utf8"));
@@ -50,14 +54,28 @@ export function load(path) {
     const ranges = ["prompt_words", "answer_tokens"].filter((k) => k in w || !("log" in w));
     if (!ranges.every((k) => range(w[k]))) throw new Error(`${path}: prompt_words and answer_tokens are [min, max] with 1 <= min <= max`);
     if (!(w.rate_rps > 0 && w.window_s > 0 && w.slo_ttft_ms > 0 && w.slo_tpot_ms > 0)) throw new Error(`${path}: rate_rps, window_s and both SLOs must be positive`);
-    if ("log" in w) w.entries = readLog(path, w);
+    if ("paths" in w && !(Number.isInteger(w.paths) && w.paths >= 1 && w.paths <= MAX_PATHS)) {
+        throw new Error(`${path}: paths is a whole number from 1 to ${MAX_PATHS}`);
+    }
+    if ("log" in w) {
+        w.entries = readLog(path, w);
+        // Every path's stretch of the log must hold a request, not just the one drawn first.
+        for (let p = 0; p < (w.paths ?? 1); p++) requests(w, p);
+    }
     return w;
 }
 
-/// [{at (seconds after the start), messages, maxTokens}] for the workload's window.
-export function requests(w) {
-    if (w.entries) return logRequests(w, rng);
-    const r = rng(w.seed);
+/// Which of the workload's paths a bench process replays: its round's seed
+/// (POLYMORPH_ROUND_SEED, shared by both sides of a pair) modulo `paths`; 0 without either.
+export function pathOf(w, roundSeed) {
+    return Number.parseInt(roundSeed ?? "0", 10) % (w.paths ?? 1) || 0;
+}
+
+/// [{at (seconds after the start), messages, maxTokens}] for the workload's window, on its path
+/// `path` (drawn from seed `seed + path`).
+export function requests(w, path = 0) {
+    if (w.entries) return logRequests({...w, seed: w.seed + path}, rng);
+    const r = rng(w.seed + path);
     const out = [];
     for (let t = r.exp(w.rate_rps); t < w.window_s; t += r.exp(w.rate_rps)) {
         const words = r.int(...w.prompt_words);

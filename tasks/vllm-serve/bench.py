@@ -23,7 +23,7 @@ VERIFIED = 2
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 w = traffic.load(os.environ.get("POLYMORPH_WORKLOAD") or os.path.join(HERE, "workloads", "chat.json"))
-reqs = traffic.requests(w)
+reqs = traffic.requests(w, traffic.path_of(w, os.environ.get("POLYMORPH_ROUND_SEED")))
 if not reqs:
     raise SystemExit(f"{w['name']}: the trace draws no request in its {w['window_s']} s window")
 m = models.model()

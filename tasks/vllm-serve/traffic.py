@@ -1,8 +1,10 @@
 """Traffic traces (harness-owned), as llm-serve's traffic.mjs draws them: a workload file names
 the arrival rate, the window, the prompt and answer lengths and the two SLOs (time to first
 token, time per output token); the trace is drawn from its seed with the same generator, so every
-bench process of a context replays the same open-loop Poisson arrivals and the same prompts. Or
-the workload names a request log (log.py) and the trace is a stretch of it, as llm-serve draws it."""
+bench process of a context replays the same open-loop Poisson arrivals and the same prompts; with
+`paths`, from one of that many seeds from `seed` on, which the bench's round picks (both sides of a
+pair replay the same one). Or the workload names a request log (log.py) and the trace is a stretch
+of it, as llm-serve draws it."""
 
 import json
 import math
@@ -54,6 +56,10 @@ class Rng:
         return " ".join(WORDS[math.floor(self.next() * len(WORDS))] for _ in range(n))
 
 
+# The most arrival paths a workload may name.
+MAX_PATHS = 64
+
+
 def load(path):
     """Reads and checks a workload file."""
     with open(path, encoding="utf-8") as f:
@@ -72,16 +78,29 @@ def load(path):
         raise SystemExit(f"{path}: prompt_words and answer_tokens are [min, max] with 1 <= min <= max")
     if not all(w[k] > 0 for k in ("rate_rps", "window_s", "slo_ttft_ms", "slo_tpot_ms")):
         raise SystemExit(f"{path}: rate_rps, window_s and both SLOs must be positive")
+    paths = w.get("paths", 1)
+    if not (isinstance(paths, int) and not isinstance(paths, bool) and 1 <= paths <= MAX_PATHS):
+        raise SystemExit(f"{path}: paths is a whole number from 1 to {MAX_PATHS}")
     if "log" in w:
         w["entries"] = log.read(path, w)
+        # Every path's stretch of the log must hold a request, not just the one drawn first.
+        for p in range(paths):
+            requests(w, p)
     return w
 
 
-def requests(w):
-    """[{at (seconds after the start), messages, max_tokens}] for the workload's window."""
+def path_of(w, round_seed):
+    """Which of the workload's paths a bench process replays: its round's seed
+    (POLYMORPH_ROUND_SEED, shared by both sides of a pair) modulo `paths`; 0 without either."""
+    return int(round_seed or "0") % w.get("paths", 1)
+
+
+def requests(w, path=0):
+    """[{at (seconds after the start), messages, max_tokens}] for the workload's window, on its
+    path `path` (drawn from seed `seed + path`)."""
     if "entries" in w:
-        return log.requests(w, Rng)
-    r = Rng(w["seed"])
+        return log.requests({**w, "seed": w["seed"] + path}, Rng)
+    r = Rng(w["seed"] + path)
     out = []
     t = r.exp(w["rate_rps"])
     while t < w["window_s"]:

@@ -28,6 +28,7 @@ mod postgres_query;
 mod request_logs;
 mod resume;
 mod review;
+mod round_seed;
 mod run_cli;
 mod sandbox_edges;
 mod secrets;

@@ -1,7 +1,7 @@
 //! Request logs as serving traffic: llm-serve's log.mjs and vllm-serve's log.py read the Azure
 //! and Mooncake forms, replay the same trace draw for draw, share the words of repeated blocks,
-//! stretch the log's arrivals to the workload's rate and refuse a log that is not what the
-//! workload names.
+//! stretch the log's arrivals to the workload's rate, refuse a log that is not what the workload
+//! names, and draw a workload's several arrival paths alike.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,9 +13,14 @@ fn root() -> PathBuf {
 /// Each request of `workload`'s trace as [at, max tokens, prompt], one JSON line a workload,
 /// by node (llm-serve) and by python (vllm-serve); or the error each printed.
 fn traces(workload: &Path) -> (Result<String, String>, Result<String, String>) {
+    traces_on(workload, 0)
+}
+
+/// `traces` on the workload's path `path`.
+fn traces_on(workload: &Path, path: u32) -> (Result<String, String>, Result<String, String>) {
     let js = format!(
         "import {{load, requests}} from {:?}; \
-         const q = requests(load(process.argv[1])); \
+         const q = requests(load(process.argv[1]), {path}); \
          console.log(JSON.stringify(q.map((x) => [x.at, x.maxTokens, x.messages[0].content])));",
         root()
             .join("tasks/llm-serve/traffic.mjs")
@@ -24,7 +29,7 @@ fn traces(workload: &Path) -> (Result<String, String>, Result<String, String>) {
     );
     let py = format!(
         "import sys, json; sys.path.insert(0, {:?}); import traffic; \
-         q = traffic.requests(traffic.load(sys.argv[1])); \
+         q = traffic.requests(traffic.load(sys.argv[1]), {path}); \
          print(json.dumps([[x['at'], x['max_tokens'], x['messages'][0]['content']] for x in q], separators=(',', ':')))",
         root().join("tasks/vllm-serve").display().to_string()
     );
@@ -44,7 +49,12 @@ fn traces(workload: &Path) -> (Result<String, String>, Result<String, String>) {
 }
 
 fn trace(workload: &Path) -> Vec<(f64, u64, String)> {
-    let (js, py) = traces(workload);
+    trace_on(workload, 0)
+}
+
+/// `trace` on the workload's path `path`.
+fn trace_on(workload: &Path, path: u32) -> Vec<(f64, u64, String)> {
+    let (js, py) = traces_on(workload, path);
     let parse = |who: &str, got: Result<String, String>| -> Vec<(f64, u64, String)> {
         let text = got.unwrap_or_else(|e| panic!("{who}: {e}"));
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{who}: {e}: {text}"))
@@ -199,6 +209,39 @@ fn a_log_that_is_not_what_the_workload_names_is_refused_alike() {
         for (who, got) in [("node", js), ("python", py)] {
             let e = got.expect_err(&format!("{who} took {name}"));
             assert!(e.contains(why), "{who} on {name}: {e}");
+        }
+    }
+}
+
+#[test]
+fn a_workload_with_several_paths_draws_one_trace_a_path_alike_in_node_and_python() {
+    let dir = tempfile::tempdir().unwrap();
+    let chat = root().join("tasks/llm-serve/workloads/chat.json");
+    let mut w: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&chat).unwrap()).unwrap();
+    w["paths"] = 3.into();
+    let three = dir.path().join("three.json");
+    std::fs::write(&three, w.to_string()).unwrap();
+    // Path 0 is the seed's own trace; the others are drawn from the seeds after it.
+    let paths: Vec<_> = (0..3).map(|p| trace_on(&three, p)).collect();
+    assert_eq!(paths[0], trace(&chat));
+    assert_ne!(paths[0], paths[1]);
+    assert_ne!(paths[1], paths[2]);
+    w["seed"] = (w["seed"].as_u64().unwrap() + 2).into();
+    w["paths"] = 1.into();
+    let later = dir.path().join("later.json");
+    std::fs::write(&later, w.to_string()).unwrap();
+    assert_eq!(paths[2], trace(&later));
+    for bad in [0, 65] {
+        w["paths"] = bad.into();
+        std::fs::write(&later, w.to_string()).unwrap();
+        let (js, py) = traces(&later);
+        for (who, got) in [("node", js), ("python", py)] {
+            let e = got.expect_err(&format!("{who} took paths = {bad}"));
+            assert!(
+                e.contains("paths is a whole number from 1 to 64"),
+                "{who}: {e}"
+            );
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use super::failure::Failure;
 use super::harness::{Built, Harness};
+use super::processes::RoundSeed;
 use crate::measure::{Decision, Judge, Sample, Summary, Verdict, same_cases};
 use crate::record::Stage;
 use crate::task::Task;
@@ -233,17 +234,19 @@ impl Harness<'_> {
             if self.cancelled() {
                 return Err(Failure::new(Stage::Bench, "cancelled"));
             }
-            // A B, B A, A B ...: alternating who goes first cancels slow drift.
+            // A B, B A, A B ...: alternating who goes first cancels slow drift. Both sides
+            // of a pair share its round's seed.
+            let seed = RoundSeed::fresh();
             let (inc, cand) = if round % 2 == 0 {
-                let a = self.bench(incumbent).map_err(|f| Failure {
+                let a = self.bench(incumbent, seed).map_err(|f| Failure {
                     reason: format!("incumbent {}", f.reason),
                     ..f
                 })?;
-                (a, self.bench(&built)?)
+                (a, self.bench(&built, seed)?)
             } else {
-                let b = self.bench(&built)?;
+                let b = self.bench(&built, seed)?;
                 (
-                    self.bench(incumbent).map_err(|f| Failure {
+                    self.bench(incumbent, seed).map_err(|f| Failure {
                         reason: format!("incumbent {}", f.reason),
                         ..f
                     })?,

@@ -4,7 +4,7 @@
 //! cache replayed); the checks and the times are kept here, the same for both.
 
 use super::failure::Failure;
-use super::processes::Processes;
+use super::processes::{Processes, RoundSeed};
 use super::spawned::Spawned;
 use crate::measure::{Sample, same_cases};
 use crate::record::Stage;
@@ -190,10 +190,10 @@ impl<'a> Harness<'a> {
         self.processes.test(&built.tree, built.ws.path(), stage)
     }
 
-    /// One bench process on `built`: one sample.
-    pub fn bench(&mut self, built: &Built) -> Result<Sample, Failure> {
+    /// One bench process on `built` in round `round`: one sample.
+    pub fn bench(&mut self, built: &Built, round: RoundSeed) -> Result<Sample, Failure> {
         self.check_harness(built.ws.path(), Some(&built.outputs), Stage::Bench)?;
-        let b = self.processes.bench(&built.tree, built.ws.path())?;
+        let b = self.processes.bench(&built.tree, built.ws.path(), round)?;
         self.bench_time += b.seconds;
         self.unverified.extend(b.unverified);
         self.task
@@ -208,13 +208,14 @@ impl<'a> Harness<'a> {
     pub fn measure(&mut self, trees: &[&Built], rounds: usize) -> Result<Vec<Vec<Sample>>> {
         let mut out = vec![Vec::new(); trees.len()];
         for round in 0..rounds {
+            let seed = RoundSeed::fresh();
             for k in 0..trees.len() {
                 let i = (k + round) % trees.len();
                 if self.cancelled() {
                     bail!("cancelled");
                 }
                 let s = self
-                    .bench(trees[i])
+                    .bench(trees[i], seed)
                     .map_err(|f| anyhow::anyhow!("{}", f.reason))?;
                 if let Some(first) = out[i].first() {
                     same_cases(first, &s).map_err(|e| anyhow::anyhow!(e))?;

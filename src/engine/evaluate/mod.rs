@@ -17,7 +17,7 @@ pub use evaluation::{Evaluation, candidate_tree, tree_diff};
 pub use evaluator::{Evaluator, base_job};
 pub use failure::Failure;
 pub use harness::{Built, Harness};
-pub use processes::{Benched, Processes};
+pub use processes::{Benched, Processes, RoundSeed};
 
 #[cfg(test)]
 pub(crate) mod scripted;

@@ -10,6 +10,21 @@ use sandbox::FileTree;
 use std::path::Path;
 use std::time::Duration;
 
+/// What every bench process of one round shares (`POLYMORPH_ROUND_SEED`): the incumbent's and the
+/// candidate's process of one of the judge's pairs, or every tree's process in one round of a
+/// side-by-side measurement; fresh for the next round. A task that draws its workload from it
+/// (a serving trace's arrivals) compares the two sides on the same draw, and many draws across
+/// the pairs, so no configuration is tuned to one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoundSeed(pub u32);
+
+impl RoundSeed {
+    /// A new round's seed, unpredictable.
+    pub fn fresh() -> Self {
+        RoundSeed(rand::random())
+    }
+}
+
 /// One bench process's sample and the wall time it counts as benchmarking.
 pub struct Benched {
     pub sample: Sample,
@@ -25,8 +40,8 @@ pub trait Processes {
     fn build(&mut self, tree: &FileTree, dir: &Path) -> Result<(), Failure>;
     /// Runs the task's test in `dir`; `stage` is `Test`, or `Retest` after benchmarking.
     fn test(&mut self, tree: &FileTree, dir: &Path, stage: Stage) -> Result<(), Failure>;
-    /// One bench process: one sample.
-    fn bench(&mut self, tree: &FileTree, dir: &Path) -> Result<Benched, Failure>;
+    /// One bench process of round `round`: one sample.
+    fn bench(&mut self, tree: &FileTree, dir: &Path, round: RoundSeed) -> Result<Benched, Failure>;
     /// Wall time spent in the task's processes since the last call (every command, benches
     /// included, and waiting for the bench lock); reset. A replay spends none.
     fn take_process_time(&mut self) -> Duration;

@@ -2,7 +2,7 @@
 //! loop against the `Processes` seam: a tree's speed follows its `PAD_PERMILLE` (fewer wasted
 //! steps, more steps per second), and its build or test fails on cue.
 
-use super::{Benched, Failure, Processes};
+use super::{Benched, Failure, Processes, RoundSeed};
 use crate::measure::Sample;
 use crate::record::Stage;
 use rand::{Rng, SeedableRng};
@@ -77,7 +77,7 @@ impl Processes for Scripted {
         }
     }
 
-    fn bench(&mut self, tree: &FileTree, _dir: &Path) -> Result<Benched, Failure> {
+    fn bench(&mut self, tree: &FileTree, _dir: &Path, _: RoundSeed) -> Result<Benched, Failure> {
         let jitter = (self.rng.random::<f64>() - 0.5) * 2.0 * self.noise;
         let cases: BTreeMap<String, f64> = (self.landscape)(pad(tree).unwrap_or(50.0))
             .into_iter()

@@ -3,7 +3,7 @@
 //! machine-wide lock), each bench printing one sample. Failures carry a reason a person can read.
 
 use super::failure::Failure;
-use super::processes::{Benched, Processes};
+use super::processes::{Benched, Processes, RoundSeed};
 use crate::measure::{parse_sample, unverified_cases};
 use crate::record::Stage;
 use crate::task::requires::gpu_devices;
@@ -160,12 +160,16 @@ impl<'a> Spawned<'a> {
         dir: &Path,
         tree: TreeAccess,
         stage: Stage,
+        round: Option<RoundSeed>,
     ) -> Result<Outcome, Failure> {
         let mut env = self.base_env.clone();
         env.push(("HOME".into(), dir.display().to_string()));
         env.push(("TMPDIR".into(), "/tmp".into()));
         // Fresh and unpredictable for every run, so a candidate cannot key on it.
         env.push(("POLYMORPH_SEED".into(), rand::random::<u32>().to_string()));
+        if let Some(RoundSeed(seed)) = round {
+            env.push(("POLYMORPH_ROUND_SEED".into(), seed.to_string()));
+        }
         if let Some(layout) = self.layout {
             env.push(("POLYMORPH_LAYOUT".into(), layout.to_string()));
         }
@@ -235,10 +239,10 @@ impl<'a> Spawned<'a> {
         Some(text.chars().take(STATE_CAP).collect())
     }
 
-    fn locked_bench(&mut self, dir: &Path) -> Result<Benched, Failure> {
+    fn locked_bench(&mut self, dir: &Path, round: RoundSeed) -> Result<Benched, Failure> {
         let state = self.machine_state();
         let bench = self.task.commands.bench.clone();
-        let out = self.run(&bench, dir, TreeAccess::ReadOnly, Stage::Bench)?;
+        let out = self.run(&bench, dir, TreeAccess::ReadOnly, Stage::Bench, Some(round))?;
         if !out.success() {
             return Err(self.command_failure(Stage::Bench, "bench failed", &out));
         }
@@ -266,7 +270,7 @@ impl Processes for Spawned<'_> {
         let Some(build) = self.task.commands.build.clone() else {
             return Ok(());
         };
-        let out = self.run(&build, dir, TreeAccess::Writable, Stage::Build)?;
+        let out = self.run(&build, dir, TreeAccess::Writable, Stage::Build, None)?;
         if !out.success() {
             return Err(self.command_failure(Stage::Build, "build failed", &out));
         }
@@ -278,7 +282,7 @@ impl Processes for Spawned<'_> {
 
     fn test(&mut self, _tree: &FileTree, dir: &Path, stage: Stage) -> Result<(), Failure> {
         let test = self.task.commands.test.clone();
-        let out = self.run(&test, dir, TreeAccess::ReadOnly, stage)?;
+        let out = self.run(&test, dir, TreeAccess::ReadOnly, stage, None)?;
         if !out.success() {
             let what = if stage == Stage::Retest {
                 "incorrect after benchmarking"
@@ -291,7 +295,12 @@ impl Processes for Spawned<'_> {
     }
 
     /// Holds the machine-wide bench lock while the bench runs.
-    fn bench(&mut self, _tree: &FileTree, dir: &Path) -> Result<Benched, Failure> {
+    fn bench(
+        &mut self,
+        _tree: &FileTree,
+        dir: &Path,
+        round: RoundSeed,
+    ) -> Result<Benched, Failure> {
         let lock = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -314,7 +323,7 @@ impl Processes for Spawned<'_> {
                 format!("locking {}: {e}", self.bench_lock.display()),
             )
         })?;
-        let result = self.locked_bench(dir);
+        let result = self.locked_bench(dir, round);
         let _ = lock.unlock();
         result
     }

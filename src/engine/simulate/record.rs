@@ -4,7 +4,7 @@
 //! resumes from it.
 
 use super::cache::{Cache, RecordedSample, RecordedTree, tree_key};
-use crate::engine::evaluate::Harness;
+use crate::engine::evaluate::{Harness, RoundSeed};
 use crate::task::Resolved;
 use anyhow::{Context as _, Result, bail};
 use sandbox::{CancelFlag, FileTree, Runner};
@@ -133,7 +133,7 @@ pub fn record(
                 let mut benched = Vec::new();
                 for _ in 0..samples {
                     h.take_times();
-                    let s = h.bench(&built).map_err(|f| {
+                    let s = h.bench(&built, RoundSeed::fresh()).map_err(|f| {
                         anyhow::anyhow!("{name}: {} (the cache keeps what was recorded)", f.reason)
                     })?;
                     let (_, bench) = h.take_times();

@@ -3,7 +3,7 @@
 //! so strategies run through the real loop and judge in seconds.
 
 use super::cache::{Cache, RecordedTree, tree_key};
-use crate::engine::evaluate::{Benched, Failure, Harness, Processes};
+use crate::engine::evaluate::{Benched, Failure, Harness, Processes, RoundSeed};
 use crate::measure::Sample;
 use crate::record::Stage;
 use crate::task::{Resolved, Task, branch_name};
@@ -62,7 +62,7 @@ impl Processes for Replay<'_> {
 
     /// One recorded sample of `tree`, drawn at random. The recorded seconds count as bench
     /// time, never as process time: polymorph's own overhead stays what it really was.
-    fn bench(&mut self, tree: &FileTree, _dir: &Path) -> Result<Benched, Failure> {
+    fn bench(&mut self, tree: &FileTree, _dir: &Path, _: RoundSeed) -> Result<Benched, Failure> {
         let t = find(&self.trees, self.task, tree, Stage::Bench)?;
         if t.samples.is_empty() {
             return Err(Failure::new(
