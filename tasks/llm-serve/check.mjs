@@ -6,32 +6,19 @@
 // prefix (teacher-forced, verify.mjs).
 import {ask, startServer} from "./client.mjs";
 import {chatPrompt, loadModel, modelFile, sha256Of} from "./engine.mjs";
-import {rng} from "./traffic.mjs";
-import {referee, TIE_NATS} from "./verify.mjs";
+import {checkPrompts, referee} from "./verify.mjs";
 
 // Sized to the model's speed (models.json's `check`), so that a larger model stays inside the
 // task's timeout.
 const file = modelFile();
-const {answer_tokens: ANSWER_TOKENS, fillers: FILLERS, long_prompt_words: LONG_WORDS} = file.check;
-const PROMPTS = [
-    "",
-    "What is the capital of France?",
-    "Explain what a hash table is, in three sentences.",
-    "Übersetze ins Englische: Grüße aus Köln, 東京 und São Paulo.",
-    "Write a haiku about the sea.",
-    `Read these notes and name the three words that appear most often: ${rng(7).words(LONG_WORDS)}`,
-];
+const {answer_tokens: ANSWER_TOKENS, tie_nats: TIE_NATS} = file.check;
 
 const sha = await sha256Of(file.path);
 if (sha !== file.sha256) {
     console.error(`FAIL: ${file.path} has sha256 ${sha}, not the ${file.name} the context names (${file.sha256})`);
     process.exit(1);
 }
-const r = rng(Number(process.env.POLYMORPH_SEED ?? 1));
-const jobs = [
-    ...PROMPTS.map((p) => ({prompt: p, ignoreEos: false})),
-    ...Array.from({length: FILLERS}, (_, i) => ({prompt: r.words(r.int(5, 400)), ignoreEos: i % 2 === 1})),
-].sort(() => r.next() - 0.5);
+const jobs = checkPrompts(file, Number(process.env.POLYMORPH_SEED ?? 1));
 
 // A request the scheduler refuses (503: its queue is full) is sent again a little later: refusing
 // is the scheduler's right under load, answering wrongly is not.

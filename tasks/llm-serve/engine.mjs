@@ -46,6 +46,9 @@ export function modelFile() {
     if (!sizes.every((k) => Number.isInteger(known.check?.[k]) && known.check[k] >= 0)) {
         throw new Error(`models.json: ${known.name} needs "check": {${sizes.join(", ")}}, whole numbers`);
     }
+    if (!(known.check.tie_nats > 0)) {
+        throw new Error(`models.json: ${known.name} needs "check": {"tie_nats": ...}, the answer check's tolerance in nats (tolerance.mjs measures it)`);
+    }
     return {...known, sha256: sha, path};
 }
 

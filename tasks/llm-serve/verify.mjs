@@ -9,13 +9,32 @@
 // the first difference: a server that answered another question (a trimmed prompt) drifts from
 // the reference's distribution somewhere in its answer, and the reason says where and by how much.
 import {createContext, REFERENCE} from "./engine.mjs";
+import {rng} from "./traffic.mjs";
 
-/// How far below the reference's most likely token (in log-probability) an answer's token may
-/// be. The perturbations of batching, flash attention and a quantized KV cache reach 0.71 nats
-/// with SmolLM2-135M (three sequences, flash attention, a q8_0 cache; the reference's own
-/// one-sequence server 0.30), and a server that trims prompts fails in every run measured
-/// (docs/experiments/2026-12-06-llm-serve-teacher-forced-check.md).
-export const TIE_NATS = 1.0;
+// How far below the reference's most likely token (in log-probability) an answer's token may be
+// is the model's own (models.json's `check.tie_nats`): the widest gap that the reference
+// configuration's own perturbations (several sequences, flash attention, a q8_0 KV cache, a small
+// batch) give on the check's prompts, with a margin (tolerance.mjs measures it).
+
+/// The check's prompts for a model (models.json's `check` sizes them): six fixed ones (empty,
+/// non-ASCII, a long one, plain questions) and the seeded fillers, in an order the seed draws:
+/// [{prompt, ignoreEos}].
+export function checkPrompts(file, seed) {
+    const {fillers, long_prompt_words: longWords} = file.check;
+    const fixed = [
+        "",
+        "What is the capital of France?",
+        "Explain what a hash table is, in three sentences.",
+        "Übersetze ins Englische: Grüße aus Köln, 東京 und São Paulo.",
+        "Write a haiku about the sea.",
+        `Read these notes and name the three words that appear most often: ${rng(7).words(longWords)}`,
+    ];
+    const r = rng(seed);
+    return [
+        ...fixed.map((p) => ({prompt: p, ignoreEos: false})),
+        ...Array.from({length: fillers}, (_, i) => ({prompt: r.words(r.int(5, 400)), ignoreEos: i % 2 === 1})),
+    ].sort(() => r.next() - 0.5);
+}
 
 /// The most likely token of `probs` among those `keep` accepts: [token, probability]. The map
 /// node-llama-cpp returns is sorted from the most likely token down, so the first that `keep`
@@ -25,8 +44,10 @@ function most(probs, keep = () => true) {
     return [null, 0];
 }
 
-/// A checker holding one reference-configuration context.
-export async function referee(engine) {
+/// A checker holding one reference-configuration context; an answer's tokens may be `tieNats` below
+/// the reference's most likely (the model's own tolerance unless given).
+export async function referee(engine, tieNats = engine.file.check.tie_nats) {
+    const TIE_NATS = tieNats;
     const context = await createContext(engine, REFERENCE);
     const seq = context.getSequence();
     const eog = (t) => t != null && engine.model.isEogToken(t);

@@ -1,9 +1,9 @@
 //! The LLM serving task (tasks/llm-serve): llama.cpp with SmolLM2-135M's real weights serves a
 //! short trace under each configuration, through the sandbox, and the machine's bound on it is
 //! stated; a scheduler that changes what the model is asked, or a configuration llama.cpp cannot
-//! run, fails with the reason; a valid configuration is measured and judged; a request that
-//! arrives while two long answers decode on used sequences starts at once; and without its
-//! packages a run says what to install.
+//! run, fails with the reason; a valid configuration is measured and judged; a model without a
+//! measured tolerance is refused; a request that arrives while two long answers decode on used
+//! sequences starts at once; and without its packages a run says what to install.
 
 use crate::common::replay::run_replay;
 use crate::common::tools::{Tool, missing};
@@ -109,6 +109,14 @@ fn llama_cpp_serves_a_short_trace_and_changed_answers_fail() {
         "{:?}",
         r[2]
     );
+    // A model whose check has no measured tolerance is refused, naming what to measure it with.
+    edit(&task.join("models.json"), "\"tie_nats\"", "\"tie\"");
+    env.cmd()
+        .args(["check", t, "--rounds", "1"])
+        .assert()
+        .failure()
+        .stderr(contains("needs \"check\": {\"tie_nats\": ...}"))
+        .stderr(contains("tolerance.mjs measures it"));
 }
 
 #[test]
