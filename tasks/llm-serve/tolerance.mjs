@@ -1,4 +1,5 @@
-// The answer check's tolerance for a model, measured (harness-owned; run by hand, not by polymorph):
+// The answer check's tolerance for a model, measured (harness-owned; run by hand, not by
+// polymorph):
 //
 //   POLYMORPH_MODEL="<name> sha256:<hash>" POLYMORPH_NODE_MODULES=... node tolerance.mjs [SEEDS]
 //
@@ -12,7 +13,8 @@ import {chatPrompt, createContext, loadModel, REFERENCE, sequenceOf} from "./eng
 import {checkPrompts, referee} from "./verify.mjs";
 
 /// The tolerance over the widest gap measured: chosen on SmolLM2-135M, whose widest, 0.71 nats,
-/// gives the 1.0 it was checked with (docs/experiments/2026-12-06-llm-serve-teacher-forced-check.md).
+/// gives the 1.0 it was checked with
+/// (docs/experiments/2026-12-06-llm-serve-teacher-forced-check.md).
 const MARGIN = 1.4;
 
 const PERTURBATIONS = {

@@ -4,10 +4,11 @@
 // after a near-tie two correct servers go on from different text. So the reference reads the
 // prompt and the whole answer in one pass and gives, at every position, its distribution of the
 // next token given the answer's own tokens before it: each token the server gave must be within
-// TIE_NATS of the reference's most likely token there, and an answer that ends must end where an
-// end token is within TIE_NATS of the most likely. Every token is scored, not only those up to
-// the first difference: a server that answered another question (a trimmed prompt) drifts from
-// the reference's distribution somewhere in its answer, and the reason says where and by how much.
+// the model's tolerance of the reference's most likely token there, and an answer that ends must
+// end where an end token is within it of the most likely. Every token is scored, not only those
+// up to the first difference: a server that answered another question (a trimmed prompt) drifts
+// from the reference's distribution somewhere in its answer, and the reason says where and by how
+// much.
 import {createContext, REFERENCE} from "./engine.mjs";
 import {rng} from "./traffic.mjs";
 
@@ -47,7 +48,6 @@ function most(probs, keep = () => true) {
 /// A checker holding one reference-configuration context; an answer's tokens may be `tieNats` below
 /// the reference's most likely (the model's own tolerance unless given).
 export async function referee(engine, tieNats = engine.file.check.tie_nats) {
-    const TIE_NATS = tieNats;
     const context = await createContext(engine, REFERENCE);
     const seq = context.getSequence();
     const eog = (t) => t != null && engine.model.isEogToken(t);
@@ -68,7 +68,7 @@ export async function referee(engine, tieNats = engine.file.check.tie_nats) {
             const [top, pTop] = most(probs);
             const pGot = probs.get(token) ?? 0;
             const gap = nats(pTop, pGot);
-            if (!(gap <= TIE_NATS)) {
+            if (!(gap <= tieNats)) {
                 return {ok: false, compared: i, worst, why: `token ${i}: ${show(token)} (p=${pGot.toFixed(4)}) where the reference, given the answer's ${i} tokens before it, says ${show(top)} (p=${pTop.toFixed(4)}), ${gap.toFixed(2)} nats apart`};
             }
             worst = Math.max(worst, gap);
@@ -80,7 +80,7 @@ export async function referee(engine, tieNats = engine.file.check.tie_nats) {
             const [top, pTop] = most(probs);
             const [, pEnd] = most(probs, eog);
             const gap = nats(pTop, pEnd);
-            if (!(gap <= TIE_NATS)) {
+            if (!(gap <= tieNats)) {
                 return {ok: false, compared: n, worst, why: `the answer ends after ${n} tokens where the reference goes on with ${show(top)} (p=${pTop.toFixed(4)}; an end p=${pEnd.toFixed(4)}), ${gap.toFixed(2)} nats apart`};
             }
             worst = Math.max(worst, gap);
