@@ -17,7 +17,8 @@ const VERIFIED = 2;
 const w = load(process.env.POLYMORPH_WORKLOAD ?? new URL("./workloads/chat.json", import.meta.url).pathname);
 const reqs = requests(w, pathOf(w, process.env.POLYMORPH_ROUND_SEED));
 // The machine is probed before the server starts, with nothing else of the bench's running.
-const cost = await modelCost(await llamaCpp(), modelFile().path);
+const file = modelFile();
+const cost = await modelCost(await llamaCpp(), file.path);
 const machine = probe(cost.stepBytes);
 const server = await startServer();
 await ask(server.port, [{role: "user", content: "Hello"}], 4);
@@ -52,7 +53,7 @@ const finished = scored.filter((s) => s.complete);
 const answered = done.map((a, i) => [a, i]).filter(([a, i]) => scored[i].complete);
 const r = rng(Number(process.env.POLYMORPH_SEED ?? 1));
 let checked = 0;
-const engine = await loadModel();
+const engine = await loadModel(file);
 if (answered.length) {
     // How many of a verified answer's first tokens are compared: the reference's time is not
     // free, and it grows with the model (models.json's `check`).

@@ -59,10 +59,10 @@ export async function sha256Of(path) {
     return h.digest("hex");
 }
 
-/// Loads llama.cpp (CPU only, never built or downloaded here) and the model.
-export async function loadModel() {
+/// Loads llama.cpp (CPU only, never built or downloaded here) and the model (`modelFile()`'s,
+/// unless the caller already found it).
+export async function loadModel(file = modelFile()) {
     const {getLlama, ...lib} = await llamaCpp();
-    const file = modelFile();
     const llama = await getLlama({gpu: false, build: "never", skipDownload: true, logLevel: "error"});
     const model = await llama.loadModel({modelPath: file.path});
     return {lib, llama, model, file};
