@@ -1,17 +1,16 @@
 // The machine's bound (harness-owned): from the probe's two rates (probe.c: memory read
 // bandwidth and 8-bit multiply-accumulates a second, on the cores this process may use) and the
 // model's weights (bytes one decode step reads, multiply-accumulates a token costs, from the GGUF
-// file's tensors), upper bounds on the decode and prefill rates, on the goodput of the trace at
-// its load, and on its capacity (the arrival rate at which 90% of its request mix could meet both
+// file's tensors), upper bounds on the decode and prefill rates and on the capacity a ramp of the
+// trace's requests can show (the rate it reaches while 90% of its requests so far could meet both
 // SLOs). Every simplification leaves out work or time, never adds any, so that no configuration can
 // honestly pass a bound: attention, norms and a mixture of experts' tensors are not counted, a
 // prompt's prefix shared with an earlier request's costs nothing, and batches may be unbounded.
 import {execFileSync} from "node:child_process";
 import {join} from "node:path";
+import {SHARE} from "./capacity.mjs";
 import {HERE, LOOKUP_DRAFT_TOKENS} from "./engine.mjs";
 
-/// The share of a trace's requests that capacity asks to meet both SLOs.
-export const CAPACITY_SHARE = 0.9;
 
 // Bytes per block and elements per block of ggml's weight types (ggml.h's enum ggml_type); a type
 // not here counts no bytes, which only raises the bound.
@@ -66,18 +65,16 @@ function uncachedTokens(prompts) {
     });
 }
 
-/// The bounds for trace `w` whose requests (in arrival order) have prompts of `prompts` tokens and
-/// answers of `answers` tokens, for a model of `cost` on a machine of `machine` (the probe's).
-/// Rates are Infinity where the probe claims none.
-export function bounds(w, prompts, answers, cost, machine) {
+/// Each request's least time to its first token and per token after it on this machine, whether
+/// it could meet both SLOs alone, and its multiply-accumulates: [{feasible, macs}].
+function perRequest(w, prompts, answers, cost, machine) {
     const macsPerS = machine.int8_gmacs ? machine.int8_gmacs * 1e9 : Infinity;
-    const bytesPerS = machine.read_gbps * 1e9;
     const tokenMacs = cost.blockMacs + cost.outputMacs;
     // A decode step reads the weights once, whatever its batch; with lookup decoding it may
     // accept LOOKUP_DRAFT_TOKENS drafted tokens besides its own.
-    const stepS = cost.stepBytes / bytesPerS;
+    const stepS = cost.stepBytes / (machine.read_gbps * 1e9);
     const prefill = uncachedTokens(prompts);
-    const requests = answers.map((n, i) => {
+    return answers.map((n, i) => {
         const ttft = Math.max(stepS, (prefill[i] * cost.blockMacs + cost.outputMacs) / macsPerS);
         const steps = Math.ceil((n - 1) / (LOOKUP_DRAFT_TOKENS + 1));
         const tpot = n > 1 ? Math.max(steps * stepS, (n - 1) * tokenMacs / macsPerS) / (n - 1) : 0;
@@ -86,27 +83,48 @@ export function bounds(w, prompts, answers, cost, machine) {
             macs: (prefill[i] - 1 + n) * cost.blockMacs + n * cost.outputMacs,
         };
     });
-    const cheapest = requests.filter((r) => r.feasible).map((r) => r.macs).sort((a, b) => a - b);
-    // Goodput at the trace's load: the requests that could each meet both SLOs alone, cheapest
-    // first, as many as the machine's arithmetic can do between the first arrival and the bench's
-    // last deadline.
-    const horizonS = w.window_s + (w.slo_ttft_ms + Math.max(...answers) * w.slo_tpot_ms) / 1000;
-    let met = 0;
-    let spent = 0;
-    for (const m of cheapest) {
-        if (spent + m > macsPerS * horizonS) break;
-        spent += m;
-        met++;
+}
+
+/// The bound on the capacity a ramp (capacity.mjs) can measure: the highest rate it reaches while
+/// the machine could still meet SHARE of the requests sent so far. Meeting them needs, for every
+/// stretch of arrivals from request j to request i, the work of those of them that must be met
+/// (all but the misses SHARE allows and the requests before j) done between j's arrival and the
+/// latest deadline: the cheapest of them that could each meet both SLOs alone are counted, and
+/// stretches back by powers of two are tried. `ramp` is the ramp's requests in arrival order,
+/// `{at, rate, maxTokens}`, with `prompts` their tokens. Infinity where the machine could meet
+/// every request the ramp sends.
+export function rampBound(w, ramp, prompts, cost, machine) {
+    const macsPerS = machine.int8_gmacs ? machine.int8_gmacs * 1e9 : Infinity;
+    const each = perRequest(w, prompts, ramp.map((q) => q.maxTokens), cost, machine);
+    const slack = (w.slo_ttft_ms + Math.max(...ramp.map((q) => q.maxTokens)) * w.slo_tpot_ms) / 1000;
+    let feasibleSoFar = 0;
+    for (const [i, q] of ramp.entries()) {
+        if (each[i].feasible) feasibleSoFar++;
+        const need = Math.ceil(SHARE * (i + 1));
+        if (feasibleSoFar < need) return ramp[i - 1]?.rate ?? 0;
+        const backs = [];
+        for (let back = 1; back < i + 1; back *= 2) backs.push(back);
+        for (const back of [...backs, i + 1]) {
+            const j = i + 1 - back;
+            const must = need - j;
+            if (must <= 0) continue;
+            const cheapest = each.slice(j, i + 1).filter((r) => r.feasible).map((r) => r.macs).sort((a, b) => a - b);
+            const work = cheapest.slice(0, must).reduce((a, m) => a + m, 0);
+            if (cheapest.length < must || work > macsPerS * (q.at - ramp[j].at + slack)) return ramp[i - 1]?.rate ?? 0;
+        }
     }
-    // Capacity: at rate x the mix's cheapest 90% must be done at x times their mean work.
-    const need = Math.ceil(CAPACITY_SHARE * answers.length);
-    const work = cheapest.slice(0, need).reduce((a, m) => a + m, 0);
+    return Infinity;
+}
+
+/// Upper bounds on the rates of a model of `cost` on a machine of `machine` (the probe's), in
+/// tokens a second: one sequence's decode (with lookup decoding's drafts), a batch's decode, and
+/// prefill. Infinity where the probe claims no arithmetic rate.
+export function rates(cost, machine) {
+    const macsPerS = machine.int8_gmacs ? machine.int8_gmacs * 1e9 : Infinity;
+    const stepS = cost.stepBytes / (machine.read_gbps * 1e9);
     return {
-        goodput: (met + 0.5) / w.window_s,
-        met,
-        capacity_rps: cheapest.length < need ? 0 : macsPerS * answers.length / work,
-        decode_tps: Math.min((LOOKUP_DRAFT_TOKENS + 1) / stepS, macsPerS / tokenMacs),
-        batch_decode_tps: macsPerS / tokenMacs,
+        decode_tps: Math.min((LOOKUP_DRAFT_TOKENS + 1) / stepS, macsPerS / (cost.blockMacs + cost.outputMacs)),
+        batch_decode_tps: macsPerS / (cost.blockMacs + cost.outputMacs),
         prefill_tps: macsPerS / cost.blockMacs,
     };
 }

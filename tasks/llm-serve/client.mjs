@@ -18,8 +18,8 @@ export function startServer() {
 }
 
 /// Sends one streamed request; resolves to {ok, tokens, times (ms, performance clock, one per
-/// token), finish, error}. `signal` aborts it.
-export async function ask(port, messages, maxTokens, {ignoreEos = false, signal} = {}) {
+/// token), finish, error}. `signal` aborts it; `onToken(now)` is called as each token comes.
+export async function ask(port, messages, maxTokens, {ignoreEos = false, signal, onToken} = {}) {
     const got = {ok: false, tokens: [], times: [], text: "", finish: null, error: null};
     try {
         const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
@@ -42,7 +42,7 @@ export async function ask(port, messages, maxTokens, {ignoreEos = false, signal}
                 const event = JSON.parse(line);
                 if (event.error) { got.error = event.error.message; return got; }
                 const now = performance.now();
-                for (const t of event.token_ids ?? []) { got.tokens.push(t); got.times.push(now); }
+                for (const t of event.token_ids ?? []) { got.tokens.push(t); got.times.push(now); onToken?.(now); }
                 got.text += event.choices?.[0]?.delta?.content ?? "";
                 got.finish = event.choices?.[0]?.finish_reason ?? got.finish;
             }

@@ -1,23 +1,27 @@
-//! llm-serve's machine bound (tasks/llm-serve/bound.mjs): each request is charged what it must
-//! cost (a pass over the weights per decode step, lookup decoding's drafts at most, the prompt's
-//! arithmetic less a prefix an earlier request shared), a request that cannot meet an SLO alone is
-//! never counted, the machine's arithmetic between the first arrival and the last deadline caps
-//! the rest, and without an arithmetic rate only memory bounds anything.
+//! llm-serve's machine bound (tasks/llm-serve/bound.mjs) on what a ramp of load can show: each
+//! request is charged what it must cost (a pass over the weights per decode step, lookup
+//! decoding's drafts at most, the prompt's arithmetic less a prefix an earlier request shared), a
+//! request that cannot meet an SLO alone is never counted as met, the machine's arithmetic caps
+//! the rest between arrivals and deadlines, and without an arithmetic rate only memory bounds
+//! anything.
 
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The bounds of a trace whose requests have `prompts` (token ids) and `answers` (lengths), for a
-/// model whose decode step reads 100 MB and whose token costs 1e8 multiply-accumulates, on a
-/// machine that reads 10 GB/s and multiplies at `gmacs` G MAC/s (`null`: unknown).
-fn bounds(slo: (u32, u32), window_s: f64, prompts: &str, answers: &str, gmacs: &str) -> Value {
+/// The ramp's bound and the machine's rates, for requests with `prompts` (token ids) and `answers`
+/// (lengths) arriving 0.1 s apart at rates 1, 2, 3, ... a second, for a model whose decode step
+/// reads 100 MB and whose token costs 1e8 multiply-accumulates, on a machine that reads 10 GB/s
+/// and multiplies at `gmacs` G MAC/s (`null`: unknown).
+fn bounds(slo: (u32, u32), prompts: &str, answers: &str, gmacs: &str) -> Value {
     let bound = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tasks/llm-serve/bound.mjs");
     let js = format!(
-        "import {{bounds}} from {:?}; \
-         const w = {{window_s: {window_s}, slo_ttft_ms: {}, slo_tpot_ms: {}}}; \
+        "import {{rampBound, rates}} from {:?}; \
+         const w = {{slo_ttft_ms: {}, slo_tpot_ms: {}}}; \
          const cost = {{stepBytes: 1e8, blockMacs: 1e8, outputMacs: 0}}; \
-         const b = bounds(w, {prompts}, {answers}, cost, {{threads: 2, read_gbps: 10, int8_gmacs: {gmacs}}}); \
+         const machine = {{threads: 2, read_gbps: 10, int8_gmacs: {gmacs}}}; \
+         const ramp = {answers}.map((n, i) => ({{at: i / 10, rate: i + 1, maxTokens: n}})); \
+         const b = {{ramp: rampBound(w, ramp, {prompts}, cost, machine), ...rates(cost, machine)}}; \
          console.log(JSON.stringify(b, (k, v) => v === Infinity ? \"inf\" : v));",
         bound.display().to_string(),
         slo.0,
@@ -53,35 +57,32 @@ const ANSWERS: &str = "[9, 9, 9, 2]";
 fn a_request_that_cannot_meet_an_slo_alone_is_not_counted() {
     // B's prompt takes 60 ms (> 50) to read; C's takes 20, as it shares A's 40 tokens; D's second
     // token needs a step of its own (10 ms > 5), where A's eight tokens after the first need two
-    // steps of four (lookup decoding's three drafts and the step's own token): 2.5 ms each.
-    let b = bounds((50, 5), 1.0, PROMPTS, ANSWERS, "100");
-    assert_eq!(b["met"], 2, "{b}");
-    close(&b, "goodput", 2.5);
-    close(&b, "capacity_rps", 0.0);
+    // steps of four (lookup decoding's three drafts and the step's own token): 2.5 ms each. So
+    // with B the ramp's first two requests cannot both be met: the bound is A's rate.
+    let b = bounds((50, 5), PROMPTS, ANSWERS, "100");
+    close(&b, "ramp", 1.0);
     close(&b, "decode_tps", 400.0);
     close(&b, "batch_decode_tps", 1000.0);
     close(&b, "prefill_tps", 1000.0);
-    // Relaxed SLOs: every request alone could; capacity is the rate at which the cheapest 90%
-    // (all four here) take the machine's arithmetic: 4 requests in (48 + 68 + 28 + 6) * 1e8 MACs.
-    let b = bounds((1000, 100), 1.0, PROMPTS, ANSWERS, "100");
-    assert_eq!(b["met"], 4, "{b}");
-    close(&b, "goodput", 4.5);
-    close(&b, "capacity_rps", 1e11 * 4.0 / 150e8);
+    // Relaxed SLOs: every request alone could, and four requests' 0.15 s of arithmetic fit between
+    // the first arrival and the last deadline: the machine keeps up with the whole ramp.
+    let b = bounds((1000, 100), PROMPTS, ANSWERS, "100");
+    assert_eq!(b["ramp"], "inf", "{b}");
 }
 
 #[test]
-fn the_machines_arithmetic_caps_the_requests_met_before_the_last_deadline() {
+fn the_machines_arithmetic_caps_the_rate_a_ramp_can_show() {
     // Twenty one-token prompts with two-token answers, each 0.2 s of arithmetic at 1 G MAC/s;
-    // the last deadline is 1.05 + (1000 + 2 * 200) / 1000 = 2.45 s after the first arrival: 12 fit.
+    // a deadline is (1050 + 2 * 200) / 1000 = 1.45 s after the last arrival. The first 15
+    // requests need 14 met (90%): 2.8 s of work by 1.4 + 1.45 s; the first 16 need 15: 3.0 s by
+    // 2.95 s. So the bound is the 15th request's rate.
     let prompts = "[...Array(20).keys()].map((i) => [i])";
     let answers = "Array(20).fill(2)";
-    let b = bounds((1000, 200), 1.05, prompts, answers, "1");
-    assert_eq!(b["met"], 12, "{b}");
-    close(&b, "goodput", 12.5 / 1.05);
+    let b = bounds((1050, 200), prompts, answers, "1");
+    close(&b, "ramp", 15.0);
     // Unknown arithmetic: only memory bounds, and only the decode steps.
-    let b = bounds((1000, 200), 1.05, prompts, answers, "null");
-    assert_eq!(b["met"], 20, "{b}");
-    assert_eq!(b["capacity_rps"], "inf", "{b}");
+    let b = bounds((1050, 200), prompts, answers, "null");
+    assert_eq!(b["ramp"], "inf", "{b}");
     assert_eq!(b["prefill_tps"], "inf", "{b}");
     close(&b, "decode_tps", 400.0);
 }
