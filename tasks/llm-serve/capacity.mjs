@@ -21,8 +21,9 @@ export const RAMP_S = 30;
 /// The most requests a ramp lays out (the bound's ramp goes on past RAMP_S).
 export const MOST_REQUESTS = 1024;
 /// The fitted curve's slope: the share met falls from 90% to 10% over a factor of
-/// 81^(1/SLOPE) = 1.73 in rate. Chosen on the chat trace's ramps with SmolLM2-135M, where most
-/// ramps turn from met to missed within one or two requests (docs/experiments).
+/// 81^(1/SLOPE) = 1.73 in rate. Set by hand, not fitted, on the chat trace's ramps with
+/// SmolLM2-135M, where most ramps turn from met to missed within a request or two and the
+/// scattered ones fitted slopes of 2-12 (docs/experiments/2026-12-07-llm-serve-capacity-ramp.md).
 export const SLOPE = 8;
 
 /// The ramp's pace for workload `w`: `{from, doubling}` (requests a second, seconds).
@@ -41,25 +42,24 @@ export function pace(w) {
 export function rampRequests(w, path, seconds = RAMP_S) {
     const {from, doubling} = pace(w);
     const expected = Math.min(MOST_REQUESTS, from * doubling / Math.LN2 * (2 ** (seconds / doubling) - 1));
+    // Each shape's gap to the one before it in the trace (a log's first: one mean gap).
+    const gapped = (reqs) => reqs.map((q, i) => ({...q, gap: i > 0 ? q.at - reqs[i - 1].at : 1 / w.rate_rps}));
     let shapes;
     if (w.entries) {
-        const all = requests({...w, window_s: Infinity}, 0);
+        const all = gapped(requests({...w, window_s: Infinity}, 0));
         const cut = rng(w.seed + path).int(0, all.length - 1);
         shapes = [...all.slice(cut), ...all.slice(0, cut)];
     } else {
         let window = w.window_s;
         do {
             window *= 2;
-            shapes = requests({...w, window_s: window}, path);
+            shapes = gapped(requests({...w, window_s: window}, path));
         } while (shapes.length <= expected + 20 && window < 1e6);
     }
     const out = [];
     let units = 0;
     for (let i = 0; out.length < MOST_REQUESTS; i++) {
-        const q = shapes[i % shapes.length];
-        const prev = shapes[(i - 1 + shapes.length) % shapes.length];
-        // A gap across a log's wrap (or the first arrival's own) is one mean gap.
-        const gap = i > 0 && i % shapes.length !== 0 ? q.at - prev.at : 1 / w.rate_rps;
+        const {gap, ...q} = shapes[i % shapes.length];
         if (i > 0) units += gap * w.rate_rps;
         const at = doubling * Math.log2(1 + units * Math.LN2 / (from * doubling));
         if (at >= seconds) break;

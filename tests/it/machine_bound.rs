@@ -5,9 +5,9 @@
 //! the rest between arrivals and deadlines, and without an arithmetic rate only memory bounds
 //! anything.
 
+use crate::common::node_json;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::Command;
 
 /// The ramp's bound and the machine's rates, for requests with `prompts` (token ids) and `answers`
 /// (lengths) arriving 0.1 s apart at rates 1, 2, 3, ... a second, for a model whose decode step
@@ -27,16 +27,7 @@ fn bounds(slo: (u32, u32), prompts: &str, answers: &str, gmacs: &str) -> Value {
         slo.0,
         slo.1
     );
-    let out = Command::new("node")
-        .args(["--input-type=module", "-e", &js])
-        .output()
-        .expect("node must be installed");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    node_json(bound.parent().unwrap(), &js)
 }
 
 fn close(v: &Value, key: &str, want: f64) {

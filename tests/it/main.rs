@@ -7,6 +7,7 @@ mod adversarial;
 mod agent;
 mod agent_focused;
 mod agent_models;
+mod capacity_ramp;
 mod cluster;
 mod common;
 mod cpu_tasks;

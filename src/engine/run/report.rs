@@ -37,7 +37,7 @@ pub struct RunReport {
     pub best_score: Option<f64>,
     pub hand_tuned_score: Option<f64>,
     /// The median of the hardware limit the final side-by-side processes measured
-    /// (`[metric] limit`, e.g. a serving trace's goodput bound on this machine), with its name.
+    /// (`[metric] limit`, e.g. the capacity a serving ramp could show on this machine), with its name.
     pub limit: Option<(String, f64)>,
     pub metric: String,
     pub best_entry: Option<i64>,

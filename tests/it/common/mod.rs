@@ -282,3 +282,19 @@ pub fn wait_for(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
     }
     false
 }
+
+/// What a JavaScript module given on node's command line prints as JSON, run in `dir`; node must
+/// be installed, and the script must succeed.
+pub fn node_json(dir: &Path, js: &str) -> serde_json::Value {
+    let out = std::process::Command::new("node")
+        .current_dir(dir)
+        .args(["--input-type=module", "-e", js])
+        .output()
+        .expect("node must be installed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
