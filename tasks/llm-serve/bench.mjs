@@ -12,11 +12,13 @@ import {chatPrompt, llamaCpp, loadModel, modelFile} from "./engine.mjs";
 import {load, pathOf, rng} from "./traffic.mjs";
 import {referee} from "./verify.mjs";
 import {modelCost, probe, rampBound, rates} from "./bound.mjs";
-import {fitCapacity, MOST_REQUESTS, pace, rampRequests, runRamp, SHARE} from "./capacity.mjs";
+import {fitCapacity, MOST_REQUESTS, pace, RAMP_S, rampRequests, runRamp, SHARE} from "./capacity.mjs";
 
 const VERIFIED = 2;
 const w = load(process.env.POLYMORPH_WORKLOAD ?? new URL("./workloads/chat.json", import.meta.url).pathname);
-const ramp = rampRequests(w, pathOf(w, process.env.POLYMORPH_ROUND_SEED));
+// The ramp laid on as far as the bound needs; the bench sends its first RAMP_S seconds.
+const far = rampRequests(w, pathOf(w, process.env.POLYMORPH_ROUND_SEED), Infinity);
+const ramp = far.filter((q) => q.at < RAMP_S);
 // The machine is probed before the server starts, with nothing else of the bench's running.
 const file = modelFile();
 const cost = await modelCost(await llamaCpp(), file.path);
@@ -58,7 +60,6 @@ if (answered.length) {
 // The machine's bound: the limit no configuration can honestly pass (task.toml's [metric] limit),
 // on this ramp's requests, laid on past the time the bench sends for, as far as the machine could
 // keep up; and the rates behind it.
-const far = rampRequests(w, pathOf(w, process.env.POLYMORPH_ROUND_SEED), Infinity);
 const prompts = far.map((q) => engine.model.tokenize(chatPrompt(q.messages), true));
 const keptUp = rampBound(w, far, prompts, cost, machine);
 // Where the machine could keep up with all MOST_REQUESTS requests, the bound is the fit's own
@@ -80,11 +81,13 @@ line("ttft_p90_ms", p90(sent.map((s) => s.ttft ?? Infinity)));
 line("tpot_p90_ms", p90(answered.map((s) => s.tpot)));
 const {from, doubling} = pace(w);
 const top = sent.at(-1).rate;
+const ceiling = ` (the fit's ceiling: the machine keeps up with ${MOST_REQUESTS} requests)`;
 const edge = {below: ` (every request missed from the start: lower the workload's ramp.from_rps below ${from})`,
     above: " (every request met: the capacity is above the ramp's top rate)"}[fit.censored] ?? "";
 console.log(`${w.name}: a ramp from ${from.toFixed(3)}/s doubling every ${doubling} s sent ${sent.length} requests ` +
     `up to ${top.toFixed(2)}/s; ${met.length} met ${w.slo_ttft_ms} ms to the first token and ${w.slo_tpot_ms} ms a token; ` +
     `capacity at ${SHARE * 100}%: ${fit.capacity.toFixed(3)}/s${edge}; the bound on this ramp: ` +
-    `${limit.toFixed(2)}/s${Number.isFinite(keptUp) ? "" : ` (the fit's ceiling: the machine keeps up with ${MOST_REQUESTS} requests)`} (${machine.threads} cores, ${machine.read_gbps.toFixed(1)} GB/s, ` +
+    `${limit.toFixed(2)}/s${Number.isFinite(keptUp) ? "" : ceiling} ` +
+    `(${machine.threads} cores, ${machine.read_gbps.toFixed(1)} GB/s, ` +
     `${machine.int8_gmacs ? `${machine.int8_gmacs.toFixed(0)} G int8 MAC/s` : "no arithmetic bound"})`);
 process.exit(0);

@@ -36,9 +36,10 @@ export function pace(w) {
 }
 
 /// The ramp's requests on the workload's path `path`: [{at (seconds), rate, messages, maxTokens}],
-/// every arrival before `seconds` (at most MOST_REQUESTS). The trace's gaps, in units of its mean gap, are laid on the ramp
-/// by its integral: arrivals by time t are expected to number from * doubling / ln 2 *
-/// (2^(t / doubling) - 1). A log's stretch starts where the path's seed says and wraps around.
+/// every arrival before `seconds` (at most MOST_REQUESTS). The trace's gaps, in units of its mean
+/// gap, are laid on the ramp by its integral: arrivals by time t are expected to number
+/// from * doubling / ln 2 * (2^(t / doubling) - 1). A log's stretch starts where the path's seed
+/// says and wraps around.
 export function rampRequests(w, path, seconds = RAMP_S) {
     const {from, doubling} = pace(w);
     const expected = Math.min(MOST_REQUESTS, from * doubling / Math.LN2 * (2 ** (seconds / doubling) - 1));
