@@ -11,7 +11,6 @@ import {join} from "node:path";
 import {SHARE} from "./capacity.mjs";
 import {HERE, LOOKUP_DRAFT_TOKENS} from "./engine.mjs";
 
-
 // Bytes per block and elements per block of ggml's weight types (ggml.h's enum ggml_type); a type
 // not here counts no bytes, which only raises the bound.
 const GGML_TYPES = {
