@@ -64,14 +64,22 @@ function uncachedTokens(prompts) {
     });
 }
 
+/// The machine's two speeds: multiply-accumulates a second (Infinity where the probe claims no
+/// arithmetic rate) and the seconds of one decode step's pass over the weights.
+function speeds(cost, machine) {
+    return {
+        macsPerS: machine.int8_gmacs ? machine.int8_gmacs * 1e9 : Infinity,
+        stepS: cost.stepBytes / (machine.read_gbps * 1e9),
+    };
+}
+
 /// Each request's least time to its first token and per token after it on this machine, whether
 /// it could meet both SLOs alone, and its multiply-accumulates: [{feasible, macs}].
 function perRequest(w, prompts, answers, cost, machine) {
-    const macsPerS = machine.int8_gmacs ? machine.int8_gmacs * 1e9 : Infinity;
+    const {macsPerS, stepS} = speeds(cost, machine);
     const tokenMacs = cost.blockMacs + cost.outputMacs;
     // A decode step reads the weights once, whatever its batch; with lookup decoding it may
     // accept LOOKUP_DRAFT_TOKENS drafted tokens besides its own.
-    const stepS = cost.stepBytes / (machine.read_gbps * 1e9);
     const prefill = uncachedTokens(prompts);
     return answers.map((n, i) => {
         const ttft = Math.max(stepS, (prefill[i] * cost.blockMacs + cost.outputMacs) / macsPerS);
@@ -93,7 +101,7 @@ function perRequest(w, prompts, answers, cost, machine) {
 /// `{at, rate, maxTokens}`, with `prompts` their tokens. Infinity where the machine could meet
 /// every request the ramp sends.
 export function rampBound(w, ramp, prompts, cost, machine) {
-    const macsPerS = machine.int8_gmacs ? machine.int8_gmacs * 1e9 : Infinity;
+    const {macsPerS} = speeds(cost, machine);
     const each = perRequest(w, prompts, ramp.map((q) => q.maxTokens), cost, machine);
     const slack = (w.slo_ttft_ms + Math.max(...ramp.map((q) => q.maxTokens)) * w.slo_tpot_ms) / 1000;
     let feasibleSoFar = 0;
@@ -119,11 +127,11 @@ export function rampBound(w, ramp, prompts, cost, machine) {
 /// tokens a second: one sequence's decode (with lookup decoding's drafts), a batch's decode, and
 /// prefill. Infinity where the probe claims no arithmetic rate.
 export function rates(cost, machine) {
-    const macsPerS = machine.int8_gmacs ? machine.int8_gmacs * 1e9 : Infinity;
-    const stepS = cost.stepBytes / (machine.read_gbps * 1e9);
+    const {macsPerS, stepS} = speeds(cost, machine);
+    const tokenMacs = cost.blockMacs + cost.outputMacs;
     return {
-        decode_tps: Math.min((LOOKUP_DRAFT_TOKENS + 1) / stepS, macsPerS / (cost.blockMacs + cost.outputMacs)),
-        batch_decode_tps: macsPerS / (cost.blockMacs + cost.outputMacs),
+        decode_tps: Math.min((LOOKUP_DRAFT_TOKENS + 1) / stepS, macsPerS / tokenMacs),
+        batch_decode_tps: macsPerS / tokenMacs,
         prefill_tps: macsPerS / cost.blockMacs,
     };
 }

@@ -1,6 +1,6 @@
 //! The LLM serving task (tasks/llm-serve): llama.cpp with SmolLM2-135M's real weights serves a
-//! short ramp of load under each configuration, through the sandbox, and the machine's bound on it is
-//! stated; a scheduler that changes what the model is asked, or a configuration llama.cpp cannot
+//! short ramp of load under each configuration, through the sandbox, and the machine's bound on
+//! it is stated; a scheduler that changes what the model is asked, or a configuration llama.cpp cannot
 //! run, fails with the reason; a valid configuration is measured and judged; a model without a
 //! measured tolerance is refused; a request that arrives while two long answers decode on used
 //! sequences starts at once; and without its packages a run says what to install.
