@@ -119,7 +119,9 @@ export function fitCapacity(recs) {
     const lo = Math.min(...xs.map(([x]) => x)) - Math.LN2;
     const hi = Math.max(...xs.map(([x]) => x)) + Math.LN2;
     let best = {ll: -Infinity, m: lo};
-    for (let m = lo; m <= hi; m += 0.002) {
+    const steps = Math.floor((hi - lo) / 0.002 + 1e-9);
+    for (let k = 0; k <= steps; k++) {
+        const m = lo + k * 0.002;
         let ll = 0;
         for (const [x, good] of xs) {
             // log P(met) = -log(1 + e^z), log P(missed) = z - log(1 + e^z), z = SLOPE (x - m).

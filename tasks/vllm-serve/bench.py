@@ -1,19 +1,17 @@
-"""The load generator (harness-owned), as llm-serve's bench.mjs: replays the workload's trace
-open-loop against this tree's configuration of `vllm serve` and prints goodput, the metric:
-requests per second that met both SLOs (time to first token, mean time per output token after the
-first), at the load offered. A request refused, failed, cut short or unfinished when the window
-and its SLOs are over is a miss, so shedding load never pays by itself. Time runs from a
-request's scheduled arrival, so a server that falls behind is charged for the wait. Goodput
-counts half a request more than met the SLOs, so that a configuration that meets none still has
-a ratio to another. The trace's requests ask for token ids, not log-probabilities. Two answers,
-chosen by POLYMORPH_SEED, are then scored under the reference configuration, served after the
-window by its own `vllm serve`."""
+"""The load generator (harness-owned), as llm-serve's bench.mjs: replays a ramp of rising load
+through the workload's request mix against this tree's configuration of `vllm serve` and prints
+its capacity, the metric: the arrival rate at which 90% of requests meet both SLOs (time to first
+token, mean time per output token after the first), from a logistic fit over every request of the
+ramp (capacity.py). A request refused, failed or cut short is a miss, so shedding load never pays
+by itself; time runs from a request's scheduled arrival, so a server that falls behind is charged
+for the wait. The ramp's requests ask for token ids, not log-probabilities. Two answers, chosen
+by POLYMORPH_SEED, are then scored under the reference configuration, served after the ramp by its
+own `vllm serve`. No bound is stated: the GPU's probe is not written yet."""
 
 import json
 import os
-import threading
-import time
 
+import capacity
 import client
 import models
 import traffic
@@ -23,40 +21,15 @@ VERIFIED = 2
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 w = traffic.load(os.environ.get("POLYMORPH_WORKLOAD") or os.path.join(HERE, "workloads", "chat.json"))
-reqs = traffic.requests(w, traffic.path_of(w, os.environ.get("POLYMORPH_ROUND_SEED")))
-if not reqs:
-    raise SystemExit(f"{w['name']}: the trace draws no request in its {w['window_s']} s window")
+ramp = capacity.ramp_requests(w, traffic.path_of(w, os.environ.get("POLYMORPH_ROUND_SEED")))
 m = models.model()
 with client.Server(client.read_config(), m) as server:
     client.ask(server.port, [{"role": "user", "content": "Hello"}], 4)
-    start = time.monotonic() + 0.05
-    longest = max(q["max_tokens"] for q in reqs)
-    deadline = start + w["window_s"] + (w["slo_ttft_ms"] + longest * w["slo_tpot_ms"]) / 1000
-    done = [None] * len(reqs)
+    sent = capacity.run_ramp(server.port, w, ramp)
 
-    def send(i, q):
-        time.sleep(max(0.0, start + q["at"] - time.monotonic()))
-        done[i] = client.ask(server.port, q["messages"], q["max_tokens"], ignore_eos=True, deadline=deadline)
-
-    threads = [threading.Thread(target=send, args=(i, q)) for i, q in enumerate(reqs)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-
-
-def score(a, q):
-    n = len(a["tokens"])
-    complete = a["ok"] and n == q["max_tokens"]
-    ttft = (a["times"][0] - (start + q["at"])) * 1000 if n else float("inf")
-    tpot = (a["times"][-1] - a["times"][0]) * 1000 / (n - 1) if n > 1 else 0.0
-    good = complete and ttft <= w["slo_ttft_ms"] and tpot <= w["slo_tpot_ms"]
-    return {"complete": complete, "ttft": ttft, "tpot": tpot, "good": good}
-
-
-scored = [score(a, q) for a, q in zip(done, reqs)]
-good = sum(s["good"] for s in scored)
-finished = [s for s in scored if s["complete"]]
+fit = capacity.fit_capacity(sent)
+met = [s for s in sent if s["good"]]
+answered = [s for s in sent if s["answer"] and s["answer"]["ok"] and len(s["answer"]["tokens"]) == s["max_tokens"]]
 
 
 def p90(xs):
@@ -67,18 +40,17 @@ def p90(xs):
     return v if v != float("inf") else None
 
 
-answered = [i for i, s in enumerate(scored) if s["complete"]]
 checked = 0
 if answered:
     r = traffic.Rng(int(os.environ.get("POLYMORPH_SEED", "1")))
     picked = [answered[r.int(0, len(answered) - 1)] for _ in range(VERIFIED)]
     with client.Server(client.REFERENCE, m) as ref:
-        for i in picked:
+        for s in picked:
             # The answer's first tokens, scored under the reference (teacher-forced).
-            n = min(m["check"]["bench_tokens"], len(done[i]["tokens"]))
-            ok, _, _, why = verify.judge(ref, reqs[i]["messages"], done[i]["tokens"][:n])
+            n = min(m["check"]["bench_tokens"], len(s["answer"]["tokens"]))
+            ok, _, _, why = verify.judge(ref, s["messages"], s["answer"]["tokens"][:n])
             if not ok:
-                raise SystemExit(f"request {i}: its answer is not the reference's: {why}")
+                raise SystemExit(f"the ramp's request at {s['at']:.2f} s: its answer is not the reference's: {why}")
             checked += 1
 
 
@@ -86,10 +58,14 @@ def line(metric, value, **extra):
     print(json.dumps({"metric": metric, "case": w["name"], "value": value, **extra}))
 
 
-# "verified": how many of the answers served in the timed window were compared with the reference.
-line("goodput", (good + 0.5) / w["window_s"], verified=checked)
-line("ttft_p90_ms", p90([s["ttft"] for s in scored]))
-line("tpot_p90_ms", p90([s["tpot"] for s in finished]))
-line("finished", len(finished) / len(reqs))
-print(f"{w['name']}: {len(reqs)} requests at {w['rate_rps']}/s for {w['window_s']} s, {good} within "
-      f"{w['slo_ttft_ms']} ms to the first token and {w['slo_tpot_ms']} ms a token, {len(finished)} finished")
+# "verified": how many of the answers served in the ramp were compared with the reference.
+line("capacity", fit["capacity"], verified=checked)
+line("met", len(met) / len(sent))
+line("ttft_p90_ms", p90([s["ttft"] if s["ttft"] is not None else float("inf") for s in sent]))
+line("tpot_p90_ms", p90([s["tpot"] for s in answered]))
+start, doubling = capacity.pace(w)
+edge = {"below": f" (every request missed from the start: lower the workload's ramp.from_rps below {start})",
+        "above": " (every request met: the capacity is above the ramp's top rate)"}.get(fit["censored"], "")
+print(f"{w['name']}: a ramp from {start:.3f}/s doubling every {doubling} s sent {len(sent)} requests up to "
+      f"{sent[-1]['rate']:.2f}/s; {len(met)} met {w['slo_ttft_ms']} ms to the first token and {w['slo_tpot_ms']} ms "
+      f"a token; capacity at {capacity.SHARE * 100:.0f}%: {fit['capacity']:.3f}/s{edge}")

@@ -158,10 +158,11 @@ def distributions(port, prompt, answer, top):
     return [{int(t): e["logprob"] for t, e in r.items()} for r in rows]
 
 
-def ask(port, messages, max_tokens, ignore_eos=False, deadline=None):
+def ask(port, messages, max_tokens, ignore_eos=False, deadline=None, on_token=None):
     """One streamed request: {ok, tokens (ids, an end token included as vLLM returns it), times
     (time.monotonic() per token), finish, error}. Past `deadline` (a time.monotonic() value) the
-    connection is closed and the answer is what came by then."""
+    connection is closed and the answer is what came by then. `on_token(time)` is called as each
+    chunk of tokens arrives."""
     got = {"ok": False, "tokens": [], "times": [], "finish": None, "error": None}
     body = {"model": "local", "messages": messages, "max_tokens": max_tokens, "temperature": 0,
             "seed": 0, "stream": True, "ignore_eos": ignore_eos, "return_token_ids": True}
@@ -204,6 +205,8 @@ def ask(port, messages, max_tokens, ignore_eos=False, deadline=None):
                     return got
                 got["tokens"] += ids or []
                 got["times"] += [now] * len(ids or [])
+                if ids and on_token:
+                    on_token(now)
                 got["finish"] = choice.get("finish_reason") or got["finish"]
     except (OSError, ValueError, KeyError, http.client.HTTPException) as e:
         got["error"] = f"{type(e).__name__}: {e}"

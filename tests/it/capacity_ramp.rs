@@ -1,8 +1,9 @@
 //! llm-serve's ramp (tasks/llm-serve/capacity.mjs): the trace's requests laid on a rate that
 //! doubles at the workload's pace, in order and from the path's own place in a log, and the
-//! capacity read at 90% from a fitted curve, saying when the ramp never turned.
+//! capacity read at 90% from a fitted curve, saying when the ramp never turned; vllm-serve's
+//! (tasks/vllm-serve/capacity.py) lays the same ramps and reads the same capacities.
 
-use crate::common::node_json;
+use crate::common::{node_json, python_json};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -84,4 +85,65 @@ fn capacity_is_the_fitted_curves_90_percent_point_and_says_when_the_ramp_never_t
     assert_eq!(v[1]["censored"], "above", "{v}");
     assert!((v[1]["c50"].as_f64().unwrap() - 8.0).abs() < 0.05, "{v}");
     assert_eq!(v[2]["censored"], "below", "{v}");
+}
+
+/// What `body` (Python with `traffic` and `capacity` imported, run in tasks/llm-serve so that
+/// the workloads are llm-serve's) prints as JSON.
+fn python(body: &str) -> Value {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let py = format!(
+        "import sys, json; sys.path.insert(0, {:?}); import traffic, capacity\n{body}",
+        root.join("tasks/vllm-serve").display().to_string()
+    );
+    python_json(&root.join("tasks/llm-serve"), &py)
+}
+
+#[test]
+fn python_lays_the_same_ramps_and_reads_the_same_capacities_as_node() {
+    for workload in ["chat", "log-azure", "log-mooncake"] {
+        for path in [0, 3] {
+            let js = node(&format!(
+                "const r = rampRequests(load('workloads/{workload}.json'), {path}, Infinity); \
+                 console.log(JSON.stringify(r.map((q) => [q.at, q.rate, q.maxTokens, q.messages[0].content])));"
+            ));
+            let py = python(&format!(
+                "r = capacity.ramp_requests(traffic.load('workloads/{workload}.json'), {path}, float('inf'))\n\
+                 print(json.dumps([[q['at'], q['rate'], q['max_tokens'], q['messages'][0]['content']] for q in r]))"
+            ));
+            let (js, py) = (js.as_array().unwrap(), py.as_array().unwrap());
+            assert_eq!(js.len(), 1024, "{workload}");
+            assert_eq!(js.len(), py.len(), "{workload} path {path}");
+            for (a, b) in js.iter().zip(py) {
+                assert_eq!(
+                    a.as_array().unwrap()[2..],
+                    b.as_array().unwrap()[2..],
+                    "{workload} path {path}"
+                );
+                for k in 0..2 {
+                    let (x, y) = (a[k].as_f64().unwrap(), b[k].as_f64().unwrap());
+                    assert!((x - y).abs() <= 1e-9 * x.abs().max(1.0), "{a} vs {b}");
+                }
+            }
+        }
+    }
+    // The same records give the same fit, censored or not.
+    let recs = "[[1, 1], [1.2, 1], [1.5, 0], [1.8, 1], [2, 1], [2.2, 0], [2.5, 1], [3, 0], [3.5, 0], [4, 0]]";
+    let js = node(&format!(
+        "const recs = {recs}.map(([rate, good]) => ({{rate, good: !!good}})); \
+         console.log(JSON.stringify([recs, recs.map((r) => ({{...r, good: true}})), \
+             recs.map((r) => ({{...r, good: false}}))].map(fitCapacity)));"
+    ));
+    let py = python(&format!(
+        "recs = [{{'rate': r, 'good': bool(g)}} for r, g in {recs}]\n\
+         print(json.dumps([capacity.fit_capacity(x) for x in [recs, [{{**r, 'good': True}} for r in recs], \
+             [{{**r, 'good': False}} for r in recs]]]))"
+    ));
+    for (a, b) in js.as_array().unwrap().iter().zip(py.as_array().unwrap()) {
+        assert_eq!(a["censored"], b["censored"], "{a} vs {b}");
+        let (x, y) = (
+            a["capacity"].as_f64().unwrap(),
+            b["capacity"].as_f64().unwrap(),
+        );
+        assert!((x - y).abs() <= 1e-9 * x, "{a} vs {b}");
+    }
 }

@@ -2,7 +2,7 @@
 //! the machine has no NVIDIA GPU or no vLLM; its harness (check.py, bench.py) run here against
 //! a stand-in for `vllm serve` (tests/fixtures/vllm: vLLM's command line and streaming API,
 //! answers that depend on the configuration), so that its flags, its near-tie check and its
-//! goodput are tested without a GPU; and served for real by vLLM where a GPU and vLLM exist.
+//! capacity are tested without a GPU; and served for real by vLLM where a GPU and vLLM exist.
 
 use crate::common::tools::{Tool, missing};
 use crate::common::{Env, repo};
@@ -62,7 +62,8 @@ impl Harness {
         });
         std::fs::write(&file, models.to_string()).unwrap();
         let workload = r#"{"name": "tiny", "rate_rps": 30, "window_s": 2, "prompt_words": [5, 20],
-            "answer_tokens": [10, 30], "slo_ttft_ms": 150, "slo_tpot_ms": 12, "seed": 2}"#;
+            "answer_tokens": [10, 30], "slo_ttft_ms": 150, "slo_tpot_ms": 12, "seed": 2,
+            "ramp": {"from_rps": 2, "doubling_s": 1}}"#;
         std::fs::write(env.path().join("tiny.json"), workload).unwrap();
         let model = format!("test sha256:{sha}");
         Harness { env, dir, model }
@@ -117,8 +118,8 @@ impl Harness {
         }
     }
 
-    /// bench.py's goodput.
-    fn goodput(&self) -> f64 {
+    /// bench.py's capacity.
+    fn capacity(&self) -> f64 {
         let out = self.python("bench.py");
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -136,7 +137,7 @@ impl Harness {
             .collect();
         assert_eq!(
             names,
-            ["goodput", "ttft_p90_ms", "tpot_p90_ms", "finished"],
+            ["capacity", "met", "ttft_p90_ms", "tpot_p90_ms"],
             "{text}"
         );
         metrics[0]["value"].as_f64().unwrap()
@@ -149,7 +150,7 @@ fn sha256_hex(path: &Path) -> String {
 }
 
 #[test]
-fn the_vllm_harness_passes_flags_checks_answers_and_counts_goodput() {
+fn the_vllm_harness_passes_flags_checks_answers_and_measures_capacity() {
     let h = Harness::new();
     // vLLM's defaults: the answers match the reference's, the batched ones up to a near-tie.
     let out = h.python("check.py");
@@ -215,11 +216,11 @@ fn the_vllm_harness_passes_flags_checks_answers_and_counts_goodput() {
     h.set("chunked_prefill", true.into());
     h.set("max_num_batched_tokens", 0.into());
 
-    // Open-loop goodput: one sequence at a time cannot keep up with the trace that vLLM's
-    // default batching serves within its SLOs.
-    let batched = h.goodput();
+    // Capacity on a ramp: one sequence at a time turns at a far lower rate than vLLM's default
+    // batching.
+    let batched = h.capacity();
     h.set("max_num_seqs", 1.into());
-    let single = h.goodput();
+    let single = h.capacity();
     assert!(batched > 2.0 * single, "{batched} vs {single}");
     let last = h.starts().last().unwrap().join(" ");
     assert!(last.contains("--max-num-seqs 1"), "{last}");

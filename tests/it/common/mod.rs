@@ -286,11 +286,21 @@ pub fn wait_for(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
 /// What a JavaScript module given on node's command line prints as JSON, run in `dir`; node must
 /// be installed, and the script must succeed.
 pub fn node_json(dir: &Path, js: &str) -> serde_json::Value {
-    let out = std::process::Command::new("node")
+    script_json("node", dir, &["--input-type=module", "-e", js])
+}
+
+/// What a Python program given on python3's command line prints as JSON, run in `dir`; python3
+/// must be installed, and the program must succeed.
+pub fn python_json(dir: &Path, py: &str) -> serde_json::Value {
+    script_json("python3", dir, &["-c", py])
+}
+
+fn script_json(program: &str, dir: &Path, args: &[&str]) -> serde_json::Value {
+    let out = std::process::Command::new(program)
         .current_dir(dir)
-        .args(["--input-type=module", "-e", js])
+        .args(args)
         .output()
-        .expect("node must be installed");
+        .unwrap_or_else(|e| panic!("{program} must be installed: {e}"));
     assert!(
         out.status.success(),
         "{}",
