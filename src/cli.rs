@@ -136,9 +136,9 @@ pub struct RunArgs {
     /// auto (search when the task has [params]), search, agent, or replay:FILE (JSON Lines).
     #[arg(long, default_value = "auto")]
     pub proposer: ProposerChoice,
-    /// Candidates to evaluate in this run.
-    #[arg(long, default_value_t = 40)]
-    pub budget: usize,
+    /// Candidates to evaluate in this run [default: the task's `[run] budget`, else 40].
+    #[arg(long)]
+    pub budget: Option<usize>,
     /// Seed for the search proposer (random when omitted; recorded in runs.db).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -432,8 +432,9 @@ pub enum ScheduleAction {
         /// Five-field cron pattern in UTC, e.g. "0 3 * * *".
         #[arg(long)]
         cron: Option<String>,
-        #[arg(long, default_value_t = 20)]
-        budget: usize,
+        /// Candidates each run evaluates [default: the task's `[run] budget`, else 20].
+        #[arg(long)]
+        budget: Option<usize>,
         #[arg(long, default_value = "auto")]
         proposer: ProposerChoice,
         #[arg(long)]

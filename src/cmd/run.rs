@@ -11,10 +11,16 @@ use polymorph::record::{LockFile, ProposerChoice, RunProposer, Store};
 use sandbox::{CancelFlag, Isolation, Runner};
 use std::path::Path;
 
+/// Candidates a run evaluates when neither `--budget` nor the task's `[run] budget` says.
+const DEFAULT_BUDGET: usize = 40;
+
 pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
-    if a.budget == 0 {
+    if a.budget == Some(0) {
         bail!("--budget must be at least 1");
     }
+    // A task that does not load is refused before anything is created: no database, no lock.
+    let task = polymorph::task::Task::load(&a.task_dir)?;
+    let budget = a.budget.or(task.budget).unwrap_or(DEFAULT_BUDGET);
     let targets = targets(&a.remote)?;
     let agent = match a.proposer {
         ProposerChoice::Auto | ProposerChoice::Given(RunProposer::Agent) => {
@@ -40,7 +46,7 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
     };
     let opts = RunOptions {
         proposer: a.proposer,
-        budget: a.budget,
+        budget,
         seed: a.seed,
         workload: a.workload,
         progress: true,
@@ -64,8 +70,6 @@ pub async fn run(cli: &Cli, a: RunArgs, cancel: CancelFlag) -> Result<()> {
             (db, ledger)
         }
     };
-    // A task that does not load is refused before anything is created: no database, no lock.
-    polymorph::task::Task::load(&a.task_dir)?;
     let _lock = LockFile::run(&db)?;
     let store = Store::open(&db).await?;
     // With remote targets no task process runs here, unless confirmations do.

@@ -12,6 +12,10 @@ use polymorph::task::resolve;
 use sandbox::CancelFlag;
 use std::path::PathBuf;
 
+/// Candidates a scheduled run evaluates when neither `--budget` nor the task's `[run] budget`
+/// says.
+const DEFAULT_BUDGET: usize = 20;
+
 pub async fn schedule(cli: &Cli, action: ScheduleAction) -> Result<()> {
     // Only `add` writes a schedule, so only `add` makes a database that is not there.
     let store = match &action {
@@ -66,15 +70,16 @@ async fn add(
     task_dir: PathBuf,
     every: Option<String>,
     cron: Option<String>,
-    budget: usize,
+    budget: Option<usize>,
     proposer: ProposerChoice,
     workload: Option<PathBuf>,
     remote: Option<RemoteSpec>,
 ) -> Result<()> {
-    if budget == 0 {
+    if budget == Some(0) {
         bail!("--budget must be at least 1");
     }
     let r = resolve(&task_dir, workload.as_deref())?;
+    let budget = budget.or(r.task.budget).unwrap_or(DEFAULT_BUDGET);
     let (every_s, when) = match (&every, &cron) {
         (Some(e), None) => {
             let d = parse_every(e)?;

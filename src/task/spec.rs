@@ -44,6 +44,8 @@ pub struct Task {
     pub commands: Commands,
     pub metric: Metric,
     pub judge: JudgeSettings,
+    /// `[run] budget`: the candidates a run evaluates unless `--budget` says otherwise.
+    pub budget: Option<usize>,
     pub hand_tuned: Option<RelPath>,
     pub params: Option<ParamsSpec>,
     pub workload: Option<RelPath>,
@@ -75,6 +77,8 @@ struct RawTask {
     context: RawContext,
     #[serde(default)]
     judge: RawJudge,
+    #[serde(default)]
+    run: RawRun,
     #[serde(default)]
     requires: Vec<String>,
     python: Option<RawPython>,
@@ -108,6 +112,13 @@ struct RawMetric {
 enum RawBound {
     Every(f64),
     Cases(BTreeMap<String, f64>),
+}
+
+/// `[run]`: what a run of the task does unless its command line says otherwise.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawRun {
+    budget: Option<usize>,
 }
 
 #[derive(Deserialize, Default)]
@@ -198,6 +209,9 @@ impl Task {
             Some(n) => Some(node::parse(&dir, &raw.name, file, n)?),
             None => None,
         };
+        if raw.run.budget == Some(0) {
+            bail!("{f}: run.budget = 0: a run evaluates at least one candidate");
+        }
         let cmds = commands(file, raw.commands)?;
         let interface = match raw.interface {
             Some(i) => Some(interface::parse(file, i)?),
@@ -221,6 +235,7 @@ impl Task {
             },
             metric: metric(file, raw.metric)?,
             judge: judge(file, raw.judge, hand_tuned.is_some())?,
+            budget: raw.run.budget,
             hand_tuned,
             params,
             workload,

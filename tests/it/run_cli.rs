@@ -181,6 +181,25 @@ fn every_bad_candidate_gets_a_clear_verdict_and_nothing_is_lost() {
 }
 
 #[test]
+fn a_tasks_own_budget_is_the_default_of_run_and_schedule() {
+    let env = Env::new();
+    let task = env.task("spin");
+    let toml = task.join("task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{text}\n[run]\nbudget = 2\n")).unwrap();
+    let report = env.run(&task, &["--seed", "3"]);
+    assert_eq!(report["candidates"], 2, "{report}");
+    // The command line still says last.
+    let report = env.run(&task, &["--seed", "3", "--budget", "1"]);
+    assert_eq!(report["candidates"], 1, "{report}");
+    env.cmd()
+        .args(["schedule", "add", task.to_str().unwrap(), "--every", "1h"])
+        .assert()
+        .success()
+        .stdout(contains("budget 2,"));
+}
+
+#[test]
 fn bad_task_files_are_reported_with_file_field_and_fix() {
     let env = Env::new();
     let task = env.task("spin");
@@ -213,6 +232,10 @@ fn bad_task_files_are_reported_with_file_field_and_fix() {
         (
             original.replace("name = \"spin\"", "name = \"spin\"\nbogus = 1"),
             "unknown field `bogus`",
+        ),
+        (
+            format!("{original}\n[run]\nbudget = 0\n"),
+            "run.budget = 0: a run evaluates at least one candidate",
         ),
     ];
     for (text, want) in cases {
