@@ -13,12 +13,16 @@ use std::sync::{Arc, Mutex};
 const HOMES: [&str; 2] = ["/root", "/home"];
 
 /// The homes a runner hides, and the bwrap arguments for each `PATH` its commands had: worked
-/// out once per `PATH`, since reading its directories again would cost every command's start.
+/// out once per `PATH`, since reading its directories again would cost every command's start;
+/// and polymorph's records, looked up for each command.
 #[derive(Debug, Clone)]
 pub struct Hiding {
     hidden: Vec<PathBuf>,
     /// polymorph's own records (its store, its ledger, SQLite's files beside the store): a
-    /// directory among them gets an empty tmpfs, a file `/dev/null` bound over it.
+    /// directory among them gets an empty tmpfs, a file `/dev/null` bound over it. Looked up
+    /// anew for every command: SQLite removes its `-wal` and `-shm` files when its last
+    /// connection closes and makes them again on the next, and bwrap cannot bind over a file
+    /// that is gone from a read-only root (the command would fail to start).
     records: Vec<PathBuf>,
     by_path: Arc<Mutex<HashMap<String, Vec<String>>>>,
 }
@@ -44,7 +48,7 @@ impl Hiding {
     }
 
     /// Hides `record` (runs.db and the files SQLite keeps beside it, or the ledger), whichever
-    /// of them exist when the first command starts.
+    /// of them exist when each command starts.
     pub fn also_record(mut self, record: PathBuf) -> Self {
         for suffix in [""].into_iter().chain(SQLITE_SIBLINGS) {
             let mut name = record.clone().into_os_string();
@@ -62,21 +66,19 @@ impl Hiding {
             .by_path
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        cache
+        let mut args = cache
             .entry(key)
-            .or_insert_with(|| {
-                let mut args = hiding_args(&self.hidden, path_var);
-                for r in self.records.iter().filter_map(|r| r.canonicalize().ok()) {
-                    let shown = r.display().to_string();
-                    if r.is_dir() {
-                        args.extend(["--tmpfs".to_string(), shown]);
-                    } else if r.is_file() {
-                        args.extend(["--ro-bind".to_string(), "/dev/null".to_string(), shown]);
-                    }
-                }
-                args
-            })
-            .clone()
+            .or_insert_with(|| hiding_args(&self.hidden, path_var))
+            .clone();
+        for r in self.records.iter().filter_map(|r| r.canonicalize().ok()) {
+            let shown = r.display().to_string();
+            if r.is_dir() {
+                args.extend(["--tmpfs".to_string(), shown]);
+            } else if r.is_file() {
+                args.extend(["--ro-bind".to_string(), "/dev/null".to_string(), shown]);
+            }
+        }
+        args
     }
 }
 

@@ -324,3 +324,37 @@ fn named_devices_are_bound_into_the_private_dev() {
     assert!(out.stdout.contains("bound"), "{out:?}");
     assert!(!out.stdout.contains("leaked"), "{out:?}");
 }
+
+/// polymorph's records are hidden as they are when each command starts: SQLite removes its
+/// `-wal` file when its last connection closes, and a command that starts after that must still
+/// start (a bind over the vanished file failed every bench for the rest of a run), and one it
+/// makes again must still be hidden.
+#[test]
+fn records_are_hidden_as_they_are_when_each_command_starts() {
+    let Some(runner) = bwrap_runner("records hidden per command") else {
+        return;
+    };
+    // On the real filesystem, under the read-only root (a record under /tmp would sit on the
+    // sandbox's own tmpfs, where a bind can make what is missing).
+    let records = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let db = records.path().join("runs.db");
+    let wal = records.path().join("runs.db-wal");
+    std::fs::write(&db, "records").unwrap();
+    std::fs::write(&wal, "recent records").unwrap();
+    let runner = runner.hiding_record(db.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "cat {0} {0}-wal {0}-shm 2>/dev/null; echo started",
+        db.display()
+    );
+    let out = runner
+        .run(&spec(&script, dir.path(), 10_000), &no_cancel())
+        .unwrap();
+    assert_eq!(out.stdout.trim(), "started", "{out:?}");
+    std::fs::remove_file(&wal).unwrap();
+    std::fs::write(records.path().join("runs.db-shm"), "shared records").unwrap();
+    let out = runner
+        .run(&spec(&script, dir.path(), 10_000), &no_cancel())
+        .unwrap();
+    assert_eq!(out.stdout.trim(), "started", "{out:?}");
+}

@@ -76,8 +76,14 @@ pub(super) async fn sqlite(path: &Path) -> Result<AnyPool> {
     // The journal mode stays in the file; foreign keys and the busy timeout are per connection.
     let url = opts.to_url_lossy();
     let busy = format!("PRAGMA busy_timeout = {}", BUSY_TIMEOUT.as_millis());
+    // Connections are kept for the store's life: SQLite removes its -wal and -shm files when
+    // the last one closes, and a run's sandbox hides whichever of them exist at each command's
+    // start, so they should not come and go under it.
     AnyPoolOptions::new()
         .max_connections(4)
+        .min_connections(1)
+        .idle_timeout(None)
+        .max_lifetime(None)
         .after_connect(move |conn, _| {
             let busy = busy.clone();
             Box::pin(async move {
