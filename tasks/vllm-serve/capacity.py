@@ -81,8 +81,8 @@ def run_ramp(port, w, reqs):
     """Replays the ramp `reqs` against the server on `port`; returns one record per request sent,
     {good, ttft, tpot, answer} besides its own fields, once every request sent is decided (those
     still being served go on until the server stops)."""
-    lock = threading.Lock()
-    changed = threading.Condition(lock)
+    # One lock over the records, and the condition the ramp's end waits on once all are decided.
+    lock = threading.Condition()
     sent = []
     misses = [0]
 
@@ -92,9 +92,9 @@ def run_ramp(port, w, reqs):
             return
         rec["good"] = good
         misses[0] += not good
-        changed.notify_all()
+        lock.notify_all()
 
-    def serve(rec, at):
+    def serve(rec):
         def first(now):
             with lock:
                 if rec["first"] is None:
@@ -104,7 +104,7 @@ def run_ramp(port, w, reqs):
         n = len(a["tokens"])
         with lock:
             rec["answer"] = a
-            rec["ttft"] = (a["times"][0] - at) * 1000 if n else math.inf
+            rec["ttft"] = (a["times"][0] - rec["sched"]) * 1000 if n else math.inf
             rec["tpot"] = (a["times"][-1] - a["times"][0]) * 1000 / (n - 1) if n > 1 else 0.0
             decide(rec, a["ok"] and n == rec["max_tokens"] and rec["ttft"] <= w["slo_ttft_ms"]
                    and rec["tpot"] <= w["slo_tpot_ms"])
@@ -137,9 +137,9 @@ def run_ramp(port, w, reqs):
             rec = {**q, "sched": start + q["at"], "first": None, "good": None, "ttft": None, "tpot": None,
                    "answer": None}
             sent.append(rec)
-        threading.Thread(target=serve, args=(rec, rec["sched"]), daemon=True).start()
+        threading.Thread(target=serve, args=(rec,), daemon=True).start()
     with lock:
-        changed.wait_for(lambda: all(rec["good"] is not None for rec in sent))
+        lock.wait_for(lambda: all(rec["good"] is not None for rec in sent))
         out = [dict(rec) for rec in sent]
     stop.set()
     return out
