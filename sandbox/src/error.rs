@@ -38,6 +38,9 @@ pub enum SandboxError {
     BadObject { path: String, why: String },
     #[error("parameter {name}: {why}")]
     Param { name: String, why: String },
+    /// bwrap gave up before the command ran: the machine's doing, not the command's.
+    #[error("the sandbox could not start the command (bwrap: {0})")]
+    NotStarted(String),
     #[error("{context}: {source}")]
     Io {
         context: String,

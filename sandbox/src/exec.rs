@@ -10,6 +10,7 @@ use crate::cgroup::{Cgroup, Parents};
 use crate::hide::Hiding;
 use crate::isolation::{BWRAP_BASE, BWRAP_NO_CAPS, BWRAP_USERNS, Isolation, RUNTIME_DIRS};
 use crate::reap;
+use crate::status::StatusFile;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
@@ -161,6 +162,20 @@ fn wait(
     (status, forced)
 }
 
+/// The files bwrap reads its seccomp filter from and writes its status reports to, passed to
+/// it by descriptor.
+struct BwrapFiles {
+    seccomp: File,
+    status: StatusFile,
+}
+
+impl BwrapFiles {
+    fn fds(&self) -> [i32; 2] {
+        use std::os::fd::AsRawFd;
+        [self.seccomp.as_raw_fd(), self.status.fd()]
+    }
+}
+
 /// The seccomp filter in an unlinked file at its start, for bwrap's `--seccomp`.
 fn seccomp_file() -> Result<File, SandboxError> {
     use std::io::Write;
@@ -219,7 +234,7 @@ impl Runner {
         }
     }
 
-    fn argv(&self, spec: &CommandSpec<'_>, seccomp_fd: Option<i32>) -> Vec<String> {
+    fn argv(&self, spec: &CommandSpec<'_>, fds: Option<[i32; 2]>) -> Vec<String> {
         let cwd = spec.cwd.display().to_string();
         let mut argv = Vec::new();
         if let Isolation::Bwrap { path, userns } = &self.isolation {
@@ -235,8 +250,9 @@ impl Runner {
                     argv.extend(["--tmpfs".into(), dir.to_string()]);
                 }
             }
-            if let Some(fd) = seccomp_fd {
-                argv.extend(["--seccomp".into(), fd.to_string()]);
+            if let Some([seccomp, status]) = fds {
+                argv.extend(["--seccomp".into(), seccomp.to_string()]);
+                argv.extend(["--json-status-fd".into(), status.to_string()]);
             }
             let path_var = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
             argv.extend(self.hiding.args(path_var.map(String::as_str)));
@@ -270,12 +286,11 @@ impl Runner {
         env: Vec<(String, String)>,
         out_file: &File,
         err_file: &File,
-        seccomp: Option<&File>,
+        bwrap: Option<&BwrapFiles>,
         cgroup: Option<&Cgroup>,
     ) -> Result<duct::Handle, SandboxError> {
-        use std::os::fd::AsRawFd;
-        let seccomp_fd = seccomp.map(AsRawFd::as_raw_fd);
-        let argv = self.argv(spec, seccomp_fd);
+        let fds = bwrap.map(BwrapFiles::fds);
+        let argv = self.argv(spec, fds);
         let max_file = spec.max_file_bytes;
         // With a cgroup, memory is held for the whole command there; else per process here.
         let max_memory = if cgroup.is_some() {
@@ -315,8 +330,9 @@ impl Runner {
                             rlim_max: max_memory,
                         };
                         libc::setrlimit(libc::RLIMIT_DATA, &mem);
-                        // bwrap reads the filter from this descriptor: it must survive the exec.
-                        if let Some(fd) = seccomp_fd {
+                        // bwrap reads the filter from one descriptor and writes its status to
+                        // the other: both must survive the exec.
+                        for fd in fds.into_iter().flatten() {
                             libc::fcntl(fd, libc::F_SETFD, 0);
                         }
                         // Into the command's cgroup before anything of it runs.
@@ -358,8 +374,11 @@ impl Runner {
         let token = reap::new_token();
         let mut env = spec.env.clone();
         env.push((reap::TOKEN_VAR.to_string(), token.clone()));
-        let seccomp = match self.isolation {
-            Isolation::Bwrap { .. } => Some(seccomp_file()?),
+        let mut bwrap = match self.isolation {
+            Isolation::Bwrap { .. } => Some(BwrapFiles {
+                seccomp: seccomp_file()?,
+                status: StatusFile::new()?,
+            }),
             Isolation::Plain(_) => None,
         };
         let cgroup = match &self.cgroups {
@@ -379,7 +398,7 @@ impl Runner {
             env,
             &out_file,
             &err_file,
-            seccomp.as_ref(),
+            bwrap.as_ref(),
             cgroup.as_ref(),
         )?);
         let (status, forced) = wait(&handle, started + spec.timeout, cancel);
@@ -410,6 +429,14 @@ impl Runner {
         };
         let (stdout, t1) = read_tail(&mut out_file, spec.output_cap)?;
         let (stderr, t2) = read_tail(&mut err_file, spec.output_cap)?;
+        // bwrap exited on its own without running the command: nothing here is the command's.
+        if let (Some(b), ExitKind::Code(_)) = (bwrap.as_mut(), exit)
+            && !b.status.command_ended()?
+        {
+            let said = stderr.lines().rev().find(|l| !l.trim().is_empty());
+            let said = said.unwrap_or("no message").trim_start_matches("bwrap: ");
+            return Err(SandboxError::NotStarted(said.to_string()));
+        }
         Ok(Outcome {
             exit,
             stdout,

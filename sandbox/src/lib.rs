@@ -17,6 +17,7 @@ mod path;
 mod reap;
 mod seccomp;
 mod snapshot;
+mod status;
 mod symbols;
 mod text;
 mod workspace;

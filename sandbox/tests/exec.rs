@@ -3,7 +3,7 @@
 //! and under bwrap the root is read-only and the network is gone.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use sandbox::{CancelFlag, CommandSpec, ExitKind, Isolation, Runner, TreeAccess};
+use sandbox::{CancelFlag, CommandSpec, ExitKind, Isolation, Runner, SandboxError, TreeAccess};
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
@@ -357,4 +357,32 @@ fn records_are_hidden_as_they_are_when_each_command_starts() {
         .run(&spec(&script, dir.path(), 10_000), &no_cancel())
         .unwrap();
     assert_eq!(out.stdout.trim(), "started", "{out:?}");
+}
+
+/// A command bwrap could not start (here a device to bind that is not there) is the sandbox's
+/// failure, not the command's: an error, never an outcome a candidate would be charged with.
+/// A command that ran and failed, or died of a signal, is an outcome as before.
+#[test]
+fn a_command_the_sandbox_could_not_start_is_an_error_not_an_outcome() {
+    let Some(runner) = bwrap_runner("a command bwrap could not start") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spec("echo ran", dir.path(), 10_000);
+    s.devices = vec![dir.path().join("no-such-device")];
+    match runner.run(&s, &no_cancel()) {
+        Err(e @ SandboxError::NotStarted(_)) => {
+            assert!(e.to_string().contains("no-such-device"), "{e}")
+        }
+        other => panic!("{other:?}"),
+    }
+    for (script, exit) in [
+        ("exit 1", ExitKind::Code(1)),
+        ("kill -SEGV $$", ExitKind::Code(139)),
+    ] {
+        let out = runner
+            .run(&spec(script, dir.path(), 10_000), &no_cancel())
+            .unwrap();
+        assert_eq!(out.exit, exit, "{script}: {out:?}");
+    }
 }

@@ -213,5 +213,6 @@ fn evaluate(
         bench_seconds: ev.bench_seconds,
         process_seconds: ev.process_seconds + incumbent_process.as_secs_f64(),
         cancelled: ev.cancelled,
+        harness_fault: ev.harness_fault,
     })
 }

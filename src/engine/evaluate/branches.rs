@@ -78,7 +78,7 @@ impl Harness<'_> {
                         "with {knob} = {value} (an #if in {file} names it, and the change edits {file}): {}",
                         f.reason
                     ),
-                    log: f.log,
+                    ..f
                 };
                 let text = task
                     .render_params(after, &p)

@@ -48,6 +48,7 @@ pub fn confirmed(first: Evaluation, mut second: Evaluation) -> Evaluation {
     second.process_seconds += first.process_seconds;
     second.diff = first.diff.or(second.diff);
     second.cancelled |= first.cancelled;
+    second.harness_fault = first.harness_fault.or(second.harness_fault);
     second
 }
 

@@ -15,7 +15,7 @@ mod spawned;
 pub(crate) use branches::directive;
 pub use evaluation::{Evaluation, candidate_tree, tree_diff};
 pub use evaluator::{Evaluator, base_job};
-pub use failure::Failure;
+pub use failure::{Blame, Failure, HarnessFault};
 pub use harness::{Built, Harness};
 pub use processes::{Benched, Processes, RoundSeed};
 

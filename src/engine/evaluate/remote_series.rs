@@ -162,6 +162,7 @@ fn judged(w: WireEvaluation, tree: FileTree, judge: &Judge<'_>) -> (Evaluation, 
     ev.bench_seconds = w.bench_seconds;
     ev.process_seconds = w.process_seconds;
     ev.cancelled = w.cancelled;
+    ev.harness_fault = w.harness_fault;
     match (w.failure, decision) {
         (Some((stage, reason, log)), decision) => {
             ev.stage = stage;

@@ -2,7 +2,7 @@
 //! loop against the `Processes` seam: a tree's speed follows its `PAD_PERMILLE` (fewer wasted
 //! steps, more steps per second), and its build or test fails on cue.
 
-use super::{Benched, Failure, Processes, RoundSeed};
+use super::{Benched, Blame, Failure, Processes, RoundSeed};
 use crate::measure::Sample;
 use crate::record::Stage;
 use rand::{Rng, SeedableRng};
@@ -19,6 +19,8 @@ pub struct Scripted {
     noise: f64,
     /// Each case's speed for a `PAD_PERMILLE`.
     landscape: fn(f64) -> Vec<(&'static str, f64)>,
+    /// A `PAD_PERMILLE` whose benches the sandbox cannot start (`sandbox_down_for`).
+    down: Option<f64>,
 }
 
 /// The spin task itself: one case, fewer wasted steps per thousand, more steps per second.
@@ -41,7 +43,15 @@ impl Scripted {
             rng: ChaCha8Rng::seed_from_u64(seed),
             noise,
             landscape,
+            down: None,
         }
+    }
+
+    /// The sandbox cannot start the benches of a tree with this `PAD_PERMILLE`: the machine's
+    /// failure, not the tree's.
+    pub fn sandbox_down_for(mut self, pad: f64) -> Self {
+        self.down = Some(pad);
+        self
     }
 }
 
@@ -78,6 +88,15 @@ impl Processes for Scripted {
     }
 
     fn bench(&mut self, tree: &FileTree, _dir: &Path, _: RoundSeed) -> Result<Benched, Failure> {
+        if self.down.is_some() && pad(tree) == self.down {
+            return Err(Failure {
+                blame: Blame::Harness,
+                ..Failure::new(
+                    Stage::Bench,
+                    "could not run `./bench`: the sandbox could not start the command (bwrap: Can't create file at runs.db-wal)",
+                )
+            });
+        }
         let jitter = (self.rng.random::<f64>() - 0.5) * 2.0 * self.noise;
         let cases: BTreeMap<String, f64> = (self.landscape)(pad(tree).unwrap_or(50.0))
             .into_iter()

@@ -2,13 +2,15 @@
 //! runner with a scrubbed environment, bench processes one at a time on this machine (a
 //! machine-wide lock), each bench printing one sample. Failures carry a reason a person can read.
 
-use super::failure::Failure;
+use super::failure::{Blame, Failure};
 use super::processes::{Benched, Processes, RoundSeed};
 use crate::measure::{parse_sample, unverified_cases};
 use crate::record::Stage;
 use crate::task::requires::gpu_devices;
 use crate::task::{Requirement, Task};
-use sandbox::{CommandSpec, ExitKind, FileTree, Isolation, Outcome, Runner, TreeAccess};
+use sandbox::{
+    CommandSpec, ExitKind, FileTree, Isolation, Outcome, Runner, SandboxError, TreeAccess,
+};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -192,10 +194,22 @@ impl<'a> Spawned<'a> {
             max_processes: self.task.commands.processes,
             tmp_bytes: self.task.commands.tmp_bytes,
         };
-        let outcome = self
-            .runner
-            .run(&spec, &self.cancel)
-            .map_err(|e| Failure::new(stage, format!("could not run `{script}`: {e}")))?;
+        // What kept bwrap from starting (a file it was to hide or bind, gone as it started) is
+        // seldom there a second time: one more try before the machine is blamed.
+        let outcome = match self.runner.run(&spec, &self.cancel) {
+            Err(SandboxError::NotStarted(why)) => {
+                tracing::warn!(script, %why, "the sandbox could not start a command; trying again");
+                self.runner.run(&spec, &self.cancel)
+            }
+            other => other,
+        };
+        let outcome = outcome.map_err(|e| Failure {
+            blame: match e {
+                SandboxError::NotStarted(_) => Blame::Harness,
+                _ => Blame::Candidate,
+            },
+            ..Failure::new(stage, format!("could not run `{script}`: {e}"))
+        })?;
         self.process_time += outcome.wall;
         tracing::debug!(script, dir = %dir.display(), exit = ?outcome.exit, wall_ms = outcome.wall.as_millis() as u64, "command finished");
         Ok(outcome)
@@ -215,9 +229,8 @@ impl<'a> Spawned<'a> {
             ));
         }
         Failure {
-            stage,
-            reason,
             log: log_of(out),
+            ..Failure::new(stage, reason)
         }
     }
 
@@ -252,9 +265,8 @@ impl<'a> Spawned<'a> {
             self.task.metric.limit.as_deref(),
         )
         .map_err(|why| Failure {
-            stage: Stage::Bench,
-            reason: format!("bench output invalid: {why}"),
             log: Some(tail(&out.stdout, LOG_CAP)),
+            ..Failure::new(Stage::Bench, format!("bench output invalid: {why}"))
         })?;
         sample.state = state;
         Ok(Benched {

@@ -155,6 +155,10 @@ pub struct WireEvaluation {
     pub bench_seconds: f64,
     pub process_seconds: f64,
     pub cancelled: bool,
+    /// Why the node's sandbox, not the candidate, ended the evaluation (absent from workers
+    /// older than this field: none).
+    #[serde(default)]
+    pub harness_fault: Option<String>,
 }
 
 /// A worker's answer: where it ran, the context it probed there, and the result.

@@ -8,7 +8,7 @@ use super::proposal_loop::Loop;
 use super::proposers::{make_proposer, resolve_proposer};
 use super::report::{ModelUse, RunReport, final_measurement};
 use super::warm_start::warm_start;
-use crate::engine::evaluate::{Evaluator, base_job};
+use crate::engine::evaluate::{Evaluator, HarnessFault, base_job};
 use crate::engine::remote::{NoTargetLeft, Pool, VerifyOn};
 use crate::engine::simulate::{Cache, harness};
 use crate::record::{Ledger, RunProposer, RunStatus, Store};
@@ -114,7 +114,10 @@ pub async fn run_in_context(
     let (status, message) = match &outcome {
         Ok((m, ..)) if cancel.load(Ordering::SeqCst) => (RunStatus::Interrupted, m.clone()),
         Ok((m, ..)) => (RunStatus::Finished, m.clone()),
-        Err(e) if e.downcast_ref::<NoTargetLeft>().is_some() => {
+        Err(e)
+            if e.downcast_ref::<NoTargetLeft>().is_some()
+                || e.downcast_ref::<HarnessFault>().is_some() =>
+        {
             (RunStatus::Interrupted, Some(format!("{e:#}")))
         }
         Err(e) => (RunStatus::Failed, Some(format!("{e:#}"))),

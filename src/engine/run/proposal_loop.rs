@@ -10,7 +10,7 @@ use super::recording::{Provenance, commit_message, record_row};
 use super::repeats::judged_before;
 use super::report::{Progress, overhead_ms, ratio, references};
 use super::standing::Standing;
-use crate::engine::evaluate::{Evaluation, Evaluator};
+use crate::engine::evaluate::{Evaluation, Evaluator, HarnessFault};
 use crate::measure::{Judge, Verdict};
 use crate::record::store::{NewEntry, Superseded};
 use crate::record::{CommitId, Ledger, RunProposer, Store};
@@ -181,6 +181,9 @@ impl<'a> Loop<'a> {
                 if ev.cancelled {
                     interrupted.get_or_insert(k);
                     continue;
+                }
+                if let Some(why) = ev.harness_fault {
+                    return Err(HarnessFault { candidate: k, why }.into());
                 }
                 let why = Provenance {
                     proposal,

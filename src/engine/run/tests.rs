@@ -145,3 +145,46 @@ async fn with_the_start_as_floor_a_second_family_is_accepted_after_the_first() {
         "{incumbent:?}"
     );
 }
+
+/// A candidate whose benches the sandbox cannot start is the machine's failure: the run stops,
+/// resumable, and nothing is recorded against the candidate (a "failed" verdict would drop a
+/// possibly good candidate for good). What came before it stays recorded and committed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_candidate_the_sandbox_could_not_run_stops_the_run_and_is_not_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let spin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spin");
+    let r = resolve(&spin, None).unwrap();
+    let store = Store::open(&dir.path().join("runs.db")).await.unwrap();
+    let ledger = Ledger::open_or_init(&dir.path().join("ledger")).unwrap();
+    let (entry, commit) = sync_ledger(&store, &ledger, &r).await.unwrap();
+    let chosen = RunProposer::Replay("steps.jsonl".into());
+    let opts = options(3);
+    let at = start_or_resume(&store, &r, &chosen, &opts).await.unwrap();
+    let cancel = sandbox::CancelFlag::default();
+    let processes = Scripted::new(3, 0.002).sandbox_down_for(25.0);
+    let harness = Harness::with_processes(&r.task, &r.source, cancel.clone(), Box::new(processes));
+    let exec = Evaluator::local(harness);
+    let mut lp = Loop::start(&store, &ledger, &r, exec, cancel, &at, entry, commit)
+        .await
+        .unwrap();
+    let steps = [100, 25, 0]
+        .map(|p| format!("{{\"params\": {{\"PAD_PERMILLE\": {p}}}}}\n"))
+        .concat();
+    let mut proposer = ReplayProposer::parse("steps.jsonl", &steps).unwrap();
+    let err = lp
+        .run(&opts, 0, &chosen, &mut proposer)
+        .await
+        .expect_err("the run must stop");
+    let fault = err
+        .downcast_ref::<crate::engine::evaluate::HarnessFault>()
+        .unwrap_or_else(|| panic!("{err:#}"));
+    assert_eq!(fault.candidate, 2, "{err:#}");
+    assert!(err.to_string().contains("not the candidate's"), "{err:#}");
+    let (_, rows) = store
+        .query_readonly("SELECT verdict FROM candidate_results ORDER BY seq")
+        .await
+        .unwrap();
+    let verdicts: Vec<&str> = rows.iter().map(|r| r[0].as_str().unwrap()).collect();
+    assert_eq!(verdicts, ["accepted"]);
+    assert!(store.incumbent(&r.branch).await.unwrap().is_some());
+}
