@@ -2,7 +2,7 @@
 //! it, benchmark it interleaved with the incumbent (A B, B A, ...) until the judge decides, and
 //! test it again after timing. Every outcome is an `Evaluation` with a stage and a reason.
 
-use super::failure::{Blame, Failure};
+use super::failure::Failure;
 use super::harness::{Built, Harness};
 use super::processes::RoundSeed;
 use crate::measure::{Decision, Judge, Sample, Summary, Verdict, same_cases};
@@ -130,7 +130,7 @@ impl Evaluation {
     /// An evaluation that failed before any process ran.
     pub fn failed(f: Failure) -> Self {
         Evaluation {
-            harness_fault: (f.blame == Blame::Harness).then(|| f.reason.clone()),
+            harness_fault: f.harness_fault(),
             verdict: Verdict::Failed,
             stage: f.stage,
             reason: f.reason,
@@ -210,7 +210,7 @@ impl Harness<'_> {
         let mut ev = Evaluation::failed(Failure::new(Stage::Verify, ""));
         let result = self.evaluate_inner(tree, incumbent, judge, screen_only, &mut ev);
         if let Err(f) = result {
-            ev.harness_fault = (f.blame == Blame::Harness).then(|| f.reason.clone());
+            ev.harness_fault = f.harness_fault();
             ev.verdict = Verdict::Failed;
             ev.stage = f.stage;
             ev.reason = f.reason;

@@ -32,6 +32,11 @@ impl Failure {
             blame: Blame::Candidate,
         }
     }
+
+    /// The reason, when the machine and not the candidate is to blame.
+    pub fn harness_fault(&self) -> Option<String> {
+        (self.blame == Blame::Harness).then(|| self.reason.clone())
+    }
 }
 
 /// A candidate's evaluation that the machine ended (`Blame::Harness`): its run stops as
