@@ -10,7 +10,7 @@ use crate::engine::evaluate::scripted::Scripted;
 use crate::engine::evaluate::{Evaluator, Harness};
 use crate::measure::objective::Floor;
 use crate::record::{Ledger, ProposerChoice, RunProposer, Store};
-use crate::task::resolve;
+use crate::task::{Resolved, resolve};
 use proposers::ReplayProposer;
 use sandbox::RelPath;
 use std::path::Path;
@@ -30,41 +30,113 @@ fn options(budget: usize) -> RunOptions {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_loop_commits_what_the_judge_accepts_and_records_every_candidate() {
-    let dir = tempfile::tempdir().unwrap();
-    let spin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spin");
-    let r = resolve(&spin, None).unwrap();
-    let store = Store::open(&dir.path().join("runs.db")).await.unwrap();
-    let ledger = Ledger::open_or_init(&dir.path().join("ledger")).unwrap();
-    store
-        .upsert_context(&r.task.name, &r.context_id, "{}")
+/// The spin fixture resolved as a run would, with a real runs.db and git ledger in a temporary
+/// folder, for a run of `budget` candidates replayed from a file.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    r: Resolved,
+    store: Store,
+    ledger: Ledger,
+    chosen: RunProposer,
+    opts: RunOptions,
+}
+
+impl Fixture {
+    async fn new(budget: usize, floor: Option<Floor>) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let spin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spin");
+        let mut r = resolve(&spin, None).unwrap();
+        if let Some(floor) = floor {
+            r.task.judge.floor = floor;
+        }
+        let store = Store::open(&dir.path().join("runs.db")).await.unwrap();
+        let ledger = Ledger::open_or_init(&dir.path().join("ledger")).unwrap();
+        Fixture {
+            _dir: dir,
+            r,
+            store,
+            ledger,
+            chosen: RunProposer::Replay("steps.jsonl".into()),
+            opts: options(budget),
+        }
+    }
+
+    /// The run's loop, its processes played by `processes`, and the run's id.
+    async fn start(&self, processes: Scripted) -> (Loop<'_>, i64) {
+        let (entry, commit) = sync_ledger(&self.store, &self.ledger, &self.r)
+            .await
+            .unwrap();
+        let at = start_or_resume(&self.store, &self.r, &self.chosen, &self.opts)
+            .await
+            .unwrap();
+        let cancel = sandbox::CancelFlag::default();
+        let harness = Harness::with_processes(
+            &self.r.task,
+            &self.r.source,
+            cancel.clone(),
+            Box::new(processes),
+        );
+        let exec = Evaluator::local(harness);
+        let lp = Loop::start(
+            &self.store,
+            &self.ledger,
+            &self.r,
+            exec,
+            cancel,
+            &at,
+            entry,
+            commit,
+        )
         .await
         .unwrap();
-    let (entry, commit) = sync_ledger(&store, &ledger, &r).await.unwrap();
-    let chosen = RunProposer::Replay("steps.jsonl".into());
-    let opts = options(4);
-    let at = start_or_resume(&store, &r, &chosen, &opts).await.unwrap();
-    let cancel = sandbox::CancelFlag::default();
-    let harness = Harness::with_processes(
-        &r.task,
-        &r.source,
-        cancel.clone(),
-        Box::new(Scripted::new(3, 0.002)),
-    );
-    let exec = Evaluator::local(harness);
-    let mut lp = Loop::start(&store, &ledger, &r, exec, cancel, &at, entry, commit)
+        (lp, at.run_id)
+    }
+
+    /// Runs the loop over `PAD_PERMILLE` values proposed in this order: the run's id, and how
+    /// the loop ended.
+    async fn run(
+        &self,
+        processes: Scripted,
+        pads: &[i64],
+    ) -> (i64, anyhow::Result<Option<String>>) {
+        let (mut lp, run_id) = self.start(processes).await;
+        let steps: String = pads
+            .iter()
+            .map(|p| format!("{{\"params\": {{\"PAD_PERMILLE\": {p}}}}}\n"))
+            .collect();
+        let mut proposer = ReplayProposer::parse("steps.jsonl", &steps).unwrap();
+        (
+            run_id,
+            lp.run(&self.opts, 0, &self.chosen, &mut proposer).await,
+        )
+    }
+
+    /// Each recorded candidate's verdict and reason, in order.
+    async fn verdicts(&self) -> Vec<(String, String)> {
+        let (_, rows) = self
+            .store
+            .query_readonly("SELECT verdict, reason FROM candidate_results ORDER BY seq")
+            .await
+            .unwrap();
+        rows.iter()
+            .map(|r| (r[0].as_str().unwrap().into(), r[1].as_str().unwrap().into()))
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_loop_commits_what_the_judge_accepts_and_records_every_candidate() {
+    let f = Fixture::new(4, None).await;
+    f.store
+        .upsert_context(&f.r.task.name, &f.r.context_id, "{}")
         .await
         .unwrap();
     // From 200 wasted steps per thousand: 100 is faster, 7 is no declared value, 200 is
     // slower than 100 now, and 0 is faster again.
-    let steps = [100, 7, 200, 0]
-        .map(|p| format!("{{\"params\": {{\"PAD_PERMILLE\": {p}}}}}\n"))
-        .concat();
-    let mut proposer = ReplayProposer::parse("steps.jsonl", &steps).unwrap();
-    lp.run(&opts, 0, &chosen, &mut proposer).await.unwrap();
+    let (run_id, ended) = f.run(Scripted::new(3, 0.002), &[100, 7, 200, 0]).await;
+    ended.unwrap();
 
-    let run = store.run(at.run_id).await.unwrap().unwrap();
+    let run = f.store.run(run_id).await.unwrap().unwrap();
     let c = run.counts;
     assert_eq!(
         (c.total(), c.accepted, c.rejected, c.failed),
@@ -72,10 +144,10 @@ async fn the_loop_commits_what_the_judge_accepts_and_records_every_candidate() {
         "{c:?}"
     );
     // The branch's head is the last accepted tree, in the ledger and in runs.db alike.
-    let best = store.incumbent(&r.branch).await.unwrap().unwrap();
-    let head = ledger.branch_head(&r.branch).unwrap().unwrap();
+    let best = f.store.incumbent(&f.r.branch).await.unwrap().unwrap();
+    let head = f.ledger.branch_head(&f.r.branch).unwrap().unwrap();
     assert_eq!(best.commit_sha, head.to_string());
-    let tree = ledger.read_tree(head).unwrap();
+    let tree = f.ledger.read_tree(head).unwrap();
     let params =
         String::from_utf8_lossy(tree.get(&RelPath::new("params.h").unwrap()).unwrap()).into_owned();
     assert!(params.contains("PAD_PERMILLE 0"), "{params}");
@@ -94,41 +166,10 @@ fn two_families(pad: f64) -> Vec<(&'static str, f64)> {
 
 /// Runs [100, 0] from the start with the given floor; each candidate's verdict and reason.
 async fn family_run(floor: Floor) -> Vec<(String, String)> {
-    let dir = tempfile::tempdir().unwrap();
-    let spin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spin");
-    let mut r = resolve(&spin, None).unwrap();
-    r.task.judge.floor = floor;
-    let store = Store::open(&dir.path().join("runs.db")).await.unwrap();
-    let ledger = Ledger::open_or_init(&dir.path().join("ledger")).unwrap();
-    let (entry, commit) = sync_ledger(&store, &ledger, &r).await.unwrap();
-    let chosen = RunProposer::Replay("steps.jsonl".into());
-    let opts = options(2);
-    let at = start_or_resume(&store, &r, &chosen, &opts).await.unwrap();
-    let cancel = sandbox::CancelFlag::default();
+    let f = Fixture::new(2, Some(floor)).await;
     let processes = Scripted::with_landscape(5, 0.002, two_families);
-    let harness = Harness::with_processes(&r.task, &r.source, cancel.clone(), Box::new(processes));
-    let mut lp = Loop::start(
-        &store,
-        &ledger,
-        &r,
-        Evaluator::local(harness),
-        cancel,
-        &at,
-        entry,
-        commit,
-    )
-    .await
-    .unwrap();
-    let steps = "{\"params\": {\"PAD_PERMILLE\": 100}}\n{\"params\": {\"PAD_PERMILLE\": 0}}\n";
-    let mut proposer = ReplayProposer::parse("steps.jsonl", steps).unwrap();
-    lp.run(&opts, 0, &chosen, &mut proposer).await.unwrap();
-    let (_, rows) = store
-        .query_readonly("SELECT verdict, reason FROM candidate_results ORDER BY seq")
-        .await
-        .unwrap();
-    rows.iter()
-        .map(|r| (r[0].as_str().unwrap().into(), r[1].as_str().unwrap().into()))
-        .collect()
+    f.run(processes, &[100, 0]).await.1.unwrap();
+    f.verdicts().await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -151,40 +192,19 @@ async fn with_the_start_as_floor_a_second_family_is_accepted_after_the_first() {
 /// possibly good candidate for good). What came before it stays recorded and committed.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_candidate_the_sandbox_could_not_run_stops_the_run_and_is_not_recorded() {
-    let dir = tempfile::tempdir().unwrap();
-    let spin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spin");
-    let r = resolve(&spin, None).unwrap();
-    let store = Store::open(&dir.path().join("runs.db")).await.unwrap();
-    let ledger = Ledger::open_or_init(&dir.path().join("ledger")).unwrap();
-    let (entry, commit) = sync_ledger(&store, &ledger, &r).await.unwrap();
-    let chosen = RunProposer::Replay("steps.jsonl".into());
-    let opts = options(3);
-    let at = start_or_resume(&store, &r, &chosen, &opts).await.unwrap();
-    let cancel = sandbox::CancelFlag::default();
+    let f = Fixture::new(3, None).await;
     let processes = Scripted::new(3, 0.002).sandbox_down_for(25.0);
-    let harness = Harness::with_processes(&r.task, &r.source, cancel.clone(), Box::new(processes));
-    let exec = Evaluator::local(harness);
-    let mut lp = Loop::start(&store, &ledger, &r, exec, cancel, &at, entry, commit)
+    let err = f
+        .run(processes, &[100, 25, 0])
         .await
-        .unwrap();
-    let steps = [100, 25, 0]
-        .map(|p| format!("{{\"params\": {{\"PAD_PERMILLE\": {p}}}}}\n"))
-        .concat();
-    let mut proposer = ReplayProposer::parse("steps.jsonl", &steps).unwrap();
-    let err = lp
-        .run(&opts, 0, &chosen, &mut proposer)
-        .await
+        .1
         .expect_err("the run must stop");
     let fault = err
         .downcast_ref::<crate::engine::evaluate::HarnessFault>()
         .unwrap_or_else(|| panic!("{err:#}"));
     assert_eq!(fault.candidate, 2, "{err:#}");
     assert!(err.to_string().contains("not the candidate's"), "{err:#}");
-    let (_, rows) = store
-        .query_readonly("SELECT verdict FROM candidate_results ORDER BY seq")
-        .await
-        .unwrap();
-    let verdicts: Vec<&str> = rows.iter().map(|r| r[0].as_str().unwrap()).collect();
+    let verdicts: Vec<String> = f.verdicts().await.into_iter().map(|(v, _)| v).collect();
     assert_eq!(verdicts, ["accepted"]);
-    assert!(store.incumbent(&r.branch).await.unwrap().is_some());
+    assert!(f.store.incumbent(&f.r.branch).await.unwrap().is_some());
 }
