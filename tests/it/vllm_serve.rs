@@ -4,6 +4,7 @@
 //! answers that depend on the configuration), so that its flags, its near-tie check and its
 //! capacity are tested without a GPU; and served for real by vLLM where a GPU and vLLM exist.
 
+use crate::common::gguf::gguf;
 use crate::common::tools::{Tool, missing};
 use crate::common::{Env, repo};
 use crate::gpu::refused_without;
@@ -50,8 +51,14 @@ impl Harness {
         let env = Env::new();
         let dir = env.task("vllm-serve");
         let weights = env.path().join("weights.gguf");
-        let bytes: Vec<u8> = (0..50_000u32).map(|i| (i * 7 % 251) as u8).collect();
-        std::fs::write(&weights, &bytes).unwrap();
+        gguf(
+            &weights,
+            &[
+                ("token_embd.weight", &[256, 100], 1),
+                ("blk.0.attn_q.weight", &[256, 64], 12),
+            ],
+        );
+        let bytes = std::fs::read(&weights).unwrap();
         let sha = sha256_hex(&weights);
         let file = dir.join("models.json");
         let mut models: serde_json::Value =
@@ -140,6 +147,8 @@ impl Harness {
             ["capacity", "met", "ttft_p90_ms", "tpot_p90_ms"],
             "{text}"
         );
+        // The stand-in's Python has no PyTorch (or no GPU): no bound, and the reason.
+        assert!(text.contains("; no bound: PyTorch"), "{text}");
         metrics[0]["value"].as_f64().unwrap()
     }
 }
@@ -245,6 +254,11 @@ fn the_vllm_task_is_served_by_vllm_on_a_gpu() {
     env.cmd().args(["setup", t]).assert().success();
     let out = env.json(&["check", t, "--rounds", "1"]);
     assert_eq!(out["trees"].as_array().unwrap().len(), 2, "{out}");
+    // The GPU was probed: each tree's capacity as a share of the bound on its ramp, under 1.
+    for tree in out["trees"].as_array().unwrap() {
+        let share = tree["fraction_of_limit"]["chat"].as_f64();
+        assert!(share.is_some_and(|s| s > 0.0 && s < 1.0), "{tree}");
+    }
     env.run(&task, &["--budget", "1", "--seed", "1"]);
     let verdicts = env.json(&["query", "SELECT e.verdict FROM evaluations e"]);
     assert!(!verdicts.as_array().unwrap().is_empty(), "{verdicts}");

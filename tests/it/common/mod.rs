@@ -5,6 +5,7 @@
 
 mod cores;
 pub mod engines;
+pub mod gguf;
 pub mod model_server;
 pub mod postgres;
 pub mod raw_server;
