@@ -17,7 +17,8 @@
 //!   SEEDS: default 25; LANDSCAPES: all (default), train, test, kernel-tuner, recorded, or one
 //!   landscape's name (convolution/A100, softmax-c.json); STRATEGIES: default tpe,random and the
 //!   peers draws,optuna-tpe,kt-bayes_opt,kt-genetic_algorithm,kt-pso; polymorph's model and
-//!   hill and Optuna's GP (optuna-gp, scored up to 200 processes) run when named.
+//!   hill, Optuna's GP (optuna-gp, scored up to 200 processes) and tpe's proposal rule alone
+//!   (tpe-rule) run when named.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "search/landscape.rs"]

@@ -14,7 +14,7 @@ Prints one JSON line per peer, seed and budget: {"peer", "seed", "budget", "qual
 (pick: the shipped configuration's parameters, for the bench to verify with polymorph's judge).
 
     python peers.py --cache CACHE --task TASK_DIR [--seeds 20] [--budgets 100,300,1000]
-                    [--peers random,optuna-tpe,optuna-gp,kt-bayes_opt,kt-genetic_algorithm,kt-pso]
+                    [--peers random,optuna-tpe,optuna-gp,kt-bayes_opt,kt-genetic_algorithm,kt-pso,tpe-rule]
 
 optuna-gp (Optuna's Gaussian process with expected improvement) needs PyTorch, which the bench
 installs into an environment of its own only when that peer is named.
@@ -31,7 +31,7 @@ import tempfile
 import tomllib
 import warnings
 
-PEERS = ["random", "optuna-tpe", "optuna-gp", "kt-bayes_opt", "kt-genetic_algorithm", "kt-pso"]
+PEERS = ["random", "optuna-tpe", "optuna-gp", "kt-bayes_opt", "kt-genetic_algorithm", "kt-pso", "tpe-rule"]
 
 # A peer that proposes only configurations outside the space (constraint-violating ones, free)
 # is stopped after this many proposals in a row.
@@ -175,6 +175,62 @@ def run_optuna(land, ledger, seed, kind):
             study.tell(trial, gain)
 
 
+def run_tpe_rule(land, ledger, rng):
+    """polymorph's `tpe` proposal rule (proposers/src/search/tpe.rs) without its races or judge:
+    ten uniform fresh draws, then the fresh assignment with the best l/g among 24 fresh draws
+    from l, l and g one categorical density per parameter (counts plus a uniform prior of
+    weight 1) over the best min(ceil(n/10), 25) measured and the rest, each measured once with
+    one pair (a failure ranked last). It separates what tpe proposes from what judging costs."""
+    names = land.names
+    values = [land.params[n] for n in names]
+    score = {}
+    pool = sorted(land.valid)
+
+    def density(keys):
+        out = []
+        for i, vals in enumerate(values):
+            w = [1.0 / len(vals)] * len(vals)
+            for k in keys:
+                w[vals.index(k[i])] += 1.0
+            total = sum(w)
+            out.append([x / total for x in w])
+        return out
+
+    def log_density(d, key):
+        return sum(math.log(d[i][values[i].index(v)]) for i, v in enumerate(key))
+
+    def propose():
+        fresh = [k for k in pool if k not in score]
+        if not fresh:
+            return None
+        if len(score) < 10:
+            return rng.choice(fresh)
+        ranked = sorted(score, key=lambda k: -score[k])
+        split = min(math.ceil(len(ranked) / 10), 25)
+        good, bad = density(ranked[:split]), density(ranked[split:])
+        best, found = None, 0
+        for _ in range(2000):
+            if found == 24:
+                break
+            key = tuple(rng.choices(vals, weights=d)[0] for vals, d in zip(values, good))
+            if key not in land.valid or key in score:
+                continue
+            found += 1
+            ratio = log_density(good, key) - log_density(bad, key)
+            if best is None or ratio > best[0]:
+                best = (ratio, key)
+        return best[1] if best else rng.choice(fresh)
+
+    while not ledger.done():
+        key = propose()
+        if key is None:
+            return
+        gain = ledger.evaluate(key)
+        if gain is None and key not in land.failed:
+            return
+        score[key] = gain if gain is not None else -math.inf
+
+
 def run_kernel_tuner(land, ledger, strategy, seed, draw_rng):
     """Kernel Tuner's own strategy in its simulation mode, over a cache file holding one drawn
     evaluation per configuration (Kernel Tuner never evaluates a configuration twice)."""
@@ -254,6 +310,8 @@ def main():
             ledger = Ledger(land, budgets, rng)
             if peer == "random":
                 run_random(land, ledger, rng)
+            elif peer == "tpe-rule":
+                run_tpe_rule(land, ledger, rng)
             elif peer.startswith("optuna-"):
                 run_optuna(land, ledger, seed, peer.removeprefix("optuna-"))
             else:

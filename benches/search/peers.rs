@@ -23,9 +23,13 @@ pub const GP: &str = "optuna-gp";
 /// a seed on softmax-c took 15 s to 300 processes and 3 minutes to 1,000 on a 2-core VM.
 pub const GP_MAX_BUDGET: usize = 300;
 
+/// polymorph's `tpe` proposal rule without its races or judge (one pair per assignment, its best
+/// mean shipped): run only when named, to tell what `tpe` proposes from what judging it costs.
+pub const TPE_RULE: &str = "tpe-rule";
+
 /// Whether the script knows `name`.
 pub fn known(name: &str) -> bool {
-    ALL.contains(&name) || name == GP
+    ALL.contains(&name) || name == GP || name == TPE_RULE
 }
 
 /// The script's name for a peer ("draws" is its "random": one pair per configuration).
