@@ -119,9 +119,10 @@ def probe(step_bytes):
         return {"error": "vllm is not on the PATH"}
     with open(vllm, "rb") as f:
         first = f.readline().decode("utf-8", "replace").strip()
-    if not first.startswith("#!"):
-        return {"error": f"{vllm} names no interpreter"}
-    cmd = first[2:].split() + [os.path.join(HERE, "probe.py"), str(max(1, round(step_bytes)))]
+    interpreter = first[2:].split() if first.startswith("#!") else []
+    if not interpreter or not os.path.basename(interpreter[-1]).startswith("python"):
+        return {"error": f"{vllm}'s first line names no Python to run the probe with: {first[:80]!r}"}
+    cmd = interpreter + [os.path.join(HERE, "probe.py"), str(max(1, round(step_bytes)))]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -129,7 +130,10 @@ def probe(step_bytes):
     lines = out.stdout.strip().splitlines()
     if out.returncode != 0 or not lines:
         return {"error": f"the probe failed ({out.returncode}): {out.stderr.strip()[-300:]}"}
-    return json.loads(lines[-1])
+    try:
+        return json.loads(lines[-1])
+    except json.JSONDecodeError:
+        return {"error": f"the probe printed no figures: {lines[-1][:200]!r}"}
 
 
 def uncached_tokens(prompts):
