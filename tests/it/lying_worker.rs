@@ -4,7 +4,9 @@
 //! Whatever a confirming place measures itself decides: the controller (`--verify-on
 //! controller`) or a second, honest node (the default with two targets) refuses it, and nothing
 //! reaches the ledger; trusting the same node lands the lie. A worker that sends no pairs fails
-//! its candidates, and the run goes on.
+//! its candidates, and the run goes on. A node whose sandbox cannot start the candidate's
+//! commands is a faulty target: the candidate goes to another, and a run left without one stops
+//! as interrupted with nothing recorded of it.
 
 use super::common::engines::Sshd;
 use super::common::tools::{Tool, missing};
@@ -18,6 +20,8 @@ enum Lie {
     Faster,
     /// Sends the series with no pairs at all: nothing the judge can decide on.
     Empty,
+    /// Says its sandbox could not start the candidate's commands: the node's fault.
+    Unstartable,
 }
 
 /// The liar, as the `--worker` of every target: it lies to sessions that came in on `port`
@@ -40,7 +44,9 @@ for l in out.splitlines():
     if lie and l.startswith(marker):
         reply = json.loads(l[len(marker):])
         result = reply["result"]
-        if isinstance(result, dict) and "Evaluated" in result:
+        if isinstance(result, dict) and "Evaluated" in result and {how:?} == "Unstartable":
+            result["Evaluated"]["harness_fault"] = "could not run `make`: bwrap could not set up the sandbox (a stand-in)"
+        elif isinstance(result, dict) and "Evaluated" in result:
             pairs = result["Evaluated"]["pairs"]
             if {how:?} == "Empty":
                 pairs = []
@@ -117,6 +123,27 @@ fn run(env: &Env, targets: &[String], ssh: &str, worker: &str, extra: &[&str]) -
     }
 }
 
+/// Two ssh targets and one ssh command that logs in to both (each sshd trusts its own user
+/// key); `None`, reported as missing, where sshd cannot be started.
+fn two_targets() -> Option<(Sshd, Sshd, String)> {
+    let (a, b) = match (Sshd::start(), Sshd::start()) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(why), _) | (_, Err(why)) => {
+            missing(Tool::Ssh, &format!("two ssh targets: {why}"));
+            return None;
+        }
+    };
+    let second_key = b
+        .ssh_command()
+        .split_whitespace()
+        .skip_while(|w| *w != "-i")
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let ssh = format!("{} -i {second_key}", a.ssh_command());
+    Some((a, b, ssh))
+}
+
 struct RunOutcome {
     verdicts: Vec<String>,
     reasons: Vec<String>,
@@ -174,21 +201,9 @@ fn a_node_that_sends_a_series_too_short_to_judge_fails_its_candidates_and_the_ru
 
 #[test]
 fn with_two_targets_a_second_node_confirms_and_refuses_the_lie_of_the_first() {
-    let (lying, honest) = match (Sshd::start(), Sshd::start()) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(why), _) | (_, Err(why)) => {
-            return missing(Tool::Ssh, &format!("two ssh targets: {why}"));
-        }
+    let Some((lying, honest, ssh)) = two_targets() else {
+        return;
     };
-    // One ssh command that logs in to both: each sshd trusts its own user key.
-    let second_key = honest
-        .ssh_command()
-        .split_whitespace()
-        .skip_while(|w| *w != "-i")
-        .nth(1)
-        .unwrap()
-        .to_string();
-    let ssh = format!("{} -i {second_key}", lying.ssh_command());
     let env = Env::new();
     let worker = liar(&env, Some(lying.port), Lie::Faster);
     // Targets take turns, so one of the two candidates' first series is the liar's at least.
@@ -230,4 +245,64 @@ fn verify_on_without_the_targets_it_needs_is_refused_before_any_work() {
             .stderr(predicates::str::contains(says));
     }
     assert!(!env.db().exists(), "nothing was started");
+}
+
+#[test]
+fn a_node_that_cannot_start_the_candidates_commands_is_a_fault_of_that_node() {
+    let Some((faulty, sound, ssh)) = two_targets() else {
+        return;
+    };
+    let env = Env::new();
+    let worker = liar(&env, Some(faulty.port), Lie::Unstartable);
+    let (task, replay) = null_changes(&env);
+    let base = [
+        "run",
+        task.as_str(),
+        "--proposer",
+        replay.as_str(),
+        "--worker",
+        worker.as_str(),
+        "--ssh-command",
+        ssh.as_str(),
+    ];
+    let evaluations = |env: &Env| {
+        env.json(&["query", "SELECT COUNT(*) AS n FROM evaluations"])[0]["n"]
+            .as_i64()
+            .unwrap()
+    };
+    // The faulty node alone: the run stops as interrupted (resumable), nothing recorded of the
+    // candidate it could not run.
+    let out = env
+        .cmd()
+        .args(base)
+        .args(["--target", &faulty.target()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("could not run the candidate's commands: could not run `make`"),
+        "{err}"
+    );
+    assert!(err.contains("left out after 3 faults in a row"), "{err}");
+    assert_eq!(evaluations(&env), 0);
+    // With a sound node beside it, each candidate the faulty node could not run is measured on
+    // the sound one, and the run ends as a run does.
+    let out = env
+        .cmd()
+        .args(base)
+        .args(["--target", &faulty.target(), "--target", &sound.target()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("could not run the candidate's commands"),
+        "{err}"
+    );
+    let verdicts = env.json(&["query", "SELECT verdict FROM evaluations"]);
+    assert_eq!(verdicts.as_array().unwrap().len(), 2, "{verdicts}");
+    for v in verdicts.as_array().unwrap() {
+        assert_ne!(v["verdict"], "failed", "{verdicts}");
+    }
 }

@@ -1,5 +1,6 @@
 //! The remote targets of one run: each call goes to the next target in turn; a fault (a node
-//! lost, a job pre-empted or timed out, a connection dropped, a node of another context) is
+//! lost, a job pre-empted or timed out, a connection dropped, a node of another context, a
+//! node whose sandbox could not start the candidate's commands) is
 //! retried on the next one, and a target that faults three times in a row is reported and
 //! left out for the rest of the run. Nothing of a faulted call is recorded. Calls may be made
 //! from several threads at once (candidates in flight together).
@@ -189,10 +190,14 @@ impl Pool {
             };
             let why = match remote.call(job, cancel) {
                 Err(CallError::Cancelled) => return Ok(None),
-                Ok(reply) => match &self.context_id {
-                    Some(c) if *c != reply.context_id => format!(
+                Ok(reply) => match (&self.context_id, reply.harness_fault()) {
+                    (Some(c), _) if *c != reply.context_id => format!(
                         "{}: node {} is in context {}, not the run's {}",
                         remote.target, reply.node, reply.context_id, c
+                    ),
+                    (_, Some(fault)) => format!(
+                        "{}: node {} could not run the candidate's commands: {fault}",
+                        remote.target, reply.node
                     ),
                     _ => {
                         if let Some(s) = self.state().slots.iter_mut().find(|s| s.id == id) {

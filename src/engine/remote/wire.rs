@@ -182,6 +182,17 @@ pub enum Outcome {
     TaskError(String),
 }
 
+impl Reply {
+    /// Why the node's sandbox could not run a command of the candidate's evaluation (a fault of
+    /// the node, not an outcome of the candidate), if that is how it ended.
+    pub fn harness_fault(&self) -> Option<&str> {
+        match &self.result {
+            Outcome::Evaluated(w) => w.harness_fault.as_deref(),
+            _ => None,
+        }
+    }
+}
+
 /// The reply in a worker's stdout: the last marked line.
 pub fn find_reply(stdout: &str) -> Result<Reply> {
     let Some(line) = stdout
