@@ -61,7 +61,9 @@ impl Isolation {
             if userns {
                 args.extend(BWRAP_USERNS);
             }
-            args.extend(["--die-with-parent", "true"]);
+            // Commands run with a status descriptor (exec.rs): a bwrap without the option
+            // (before 0.4) is refused here, not at the first command.
+            args.extend(["--json-status-fd", "2", "--die-with-parent", "true"]);
             std::process::Command::new(&bwrap)
                 .args(args)
                 .stdin(std::process::Stdio::null())
@@ -84,10 +86,18 @@ impl Isolation {
                 path: bwrap,
                 userns: false,
             },
-            Ok(out) => Isolation::Plain(format!(
-                "bwrap cannot create namespaces here: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
+            Ok(out) => {
+                let err = String::from_utf8_lossy(&out.stderr);
+                let err = err.trim();
+                Isolation::Plain(if err.contains("--json-status-fd") {
+                    format!(
+                        "{} is too old: it lacks --json-status-fd, which tells a command that ran from one bwrap could not start (bubblewrap 0.4 or later): {err}",
+                        bwrap.display()
+                    )
+                } else {
+                    format!("bwrap cannot create namespaces here: {err}")
+                })
+            }
             Err(e) => Isolation::Plain(format!("bwrap did not start: {e}")),
         }
     }
