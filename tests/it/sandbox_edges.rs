@@ -1,7 +1,7 @@
 //! Trust, round four: the sandbox's edges. A candidate reaches no Unix socket on the host's
 //! filesystem, sees an empty `/run` and neither runs.db nor the ledger, and runs under limits of
 //! memory, processes and `/tmp` that fail it with a reason naming them, while the machine and
-//! polymorph stay up.
+//! polymorph stay up. A command bwrap could not start once is tried again.
 
 use crate::common::replay::{expect, run_replay};
 use crate::common::tools::{Tool, bwrap, missing};
@@ -93,4 +93,50 @@ fn the_sandbox_reaches_no_socket_no_record_and_holds_its_limits() {
     }
     let log = env.git(&["log", "--all", "--format=%s"]);
     assert_eq!(log.lines().count(), 1, "{log}");
+}
+
+#[test]
+fn a_command_the_sandbox_could_not_start_once_is_tried_again_and_the_run_goes_on() {
+    let Some(real) = bwrap() else {
+        return missing(Tool::Bwrap, "the sandbox's second try is NOT tested");
+    };
+    let env = Env::new();
+    let task = env.task("spin");
+    // A bwrap that gives up before starting the first command polymorph runs in it (no status
+    // reported, as when a file it was to bind vanished), then is the real one; detection's
+    // probes (status on fd 2) pass through.
+    let mark = env.path().join("failed-once");
+    let dir = env.path().join("flaky-bwrap");
+    std::fs::create_dir(&dir).unwrap();
+    let script = format!(
+        "#!/bin/sh\ncase \" $* \" in *' --json-status-fd 2 '*) exec {real:?} \"$@\";; esac\n\
+         if [ ! -e {mark:?} ]; then : > {mark:?}; echo 'bwrap: Can'\"'\"'t bind mount: No such file or directory' >&2; exit 1; fi\n\
+         exec {real:?} \"$@\"\n",
+        real = real.display().to_string(),
+        mark = mark.display().to_string(),
+    );
+    let wrapper = dir.join("bwrap");
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = env
+        .cmd()
+        .env("PATH", path)
+        .args(["run", task.to_str().unwrap(), "--budget", "1", "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(mark.exists(), "the wrapper never failed a command: {err}");
+    assert!(err.contains("trying again"), "{err}");
+    let verdicts = env.json(&["query", "SELECT verdict FROM evaluations"]);
+    assert_eq!(verdicts.as_array().unwrap().len(), 1, "{verdicts}");
 }
