@@ -104,6 +104,9 @@ pub struct ProposalContext {
     pub can_screen: bool,
     /// The pairs the judge's screen takes (`judge.screen_pairs`).
     pub screen_pairs: usize,
+    /// The standard deviation of one pair's gain (a log-ratio) against the incumbent, as the
+    /// judge pools it, once enough pairs are known.
+    pub pair_spread: Option<f64>,
     /// Each case's log gain of the incumbent over the judge's floor (`[judge] floor`); a case
     /// not in it stands at the floor (all of them when the floor is the incumbent).
     pub floor: BTreeMap<String, f64>,

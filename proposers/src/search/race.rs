@@ -4,7 +4,7 @@
 //! candidate that passes screening would lock a run into that candidate's family: from there the
 //! per-case guard refuses a better configuration that trades one case for another with it.
 
-use crate::search::tuning::{MAX_SCREENS, MIN_SCREENS, NEAR, RUN_SHARE, STALL};
+use crate::search::tuning::{CLEAR_OF_NOISE, MAX_SCREENS, MIN_SCREENS, NEAR, RUN_SHARE, STALL};
 use crate::{Observation, Params, ProposalContext};
 use std::collections::HashSet;
 
@@ -82,6 +82,25 @@ pub(crate) fn unsettled_near_tie(
         .cloned()
 }
 
+/// What a contender's screen must show before it is judged in full: the judge's gain, plus
+/// `CLEAR_OF_NOISE` standard errors of the screen (the spread of a pair's gain over the root of
+/// its pairs) once the judge knows that spread. Where a pair's noise is large next to the gains
+/// near the incumbent, the best of several screens a few percent ahead is mostly noise, and
+/// the full judgement it would get (up to twice `max_pairs` pairs) most often ends
+/// inconclusive: the race screens on instead.
+fn clear_of_noise(ctx: &ProposalContext, contender: &Params, threshold: f64) -> f64 {
+    let pairs: usize = ctx
+        .observations
+        .iter()
+        .filter(|o| &o.params == contender)
+        .map(|o| o.pairs)
+        .sum();
+    match ctx.pair_spread {
+        Some(sd) if pairs > 0 => threshold + CLEAR_OF_NOISE * sd / (pairs as f64).sqrt(),
+        _ => threshold,
+    }
+}
+
 impl Race {
     /// The next step, from the observations scored against the incumbent (best first), the
     /// gain the judge asks for (as a log-ratio) and, when a fresh candidate is left, the best
@@ -131,7 +150,9 @@ impl Race {
                     && hope.is_none_or(|h| h <= score))
         };
         match leader {
-            Some((score, p)) if *score >= threshold && (ending || settled(*score)) => {
+            Some((score, p))
+                if *score >= clear_of_noise(ctx, p, threshold) && (ending || settled(*score)) =>
+            {
                 Step::Confirm(p.clone(), *score)
             }
             _ if last && hope.is_some() => Step::Judge,
@@ -243,6 +264,34 @@ mod tests {
         c.remaining = Some(15);
         race.step(&c, &ranked, 0.02, Some(0.0), false);
         assert_eq!(race.longest, Some(5));
+    }
+
+    #[test]
+    fn a_leader_within_its_screen_s_noise_of_the_gain_asked_for_is_screened_on() {
+        // 2 leads at +5% after a screen of two pairs.
+        let ranked = vec![(0.05, p(2)), (0.01, p(1))];
+        let mut c = ctx(vec![seen(1, true), seen(2, true), seen(2, true)], 40);
+        let steps = |c: &ProposalContext| {
+            let mut race = Race::default();
+            (0..=MAX_SCREENS)
+                .map(|_| race.step(c, &ranked, 0.02, Some(0.0), false))
+                .collect::<Vec<_>>()
+        };
+        // The spread not yet known: the gain asked for is enough, as before.
+        assert_eq!(steps(&c)[MIN_SCREENS], Step::Confirm(p(2), 0.05));
+        // A pair's gain varying by 8%: 2% + 2 x 8% / sqrt(2) asked of it: the race screens on.
+        c.pair_spread = Some(0.08);
+        assert!(steps(&c).iter().all(|s| *s == Step::Screen));
+        // On a quiet machine (1%) it is clear of the noise.
+        c.pair_spread = Some(0.01);
+        assert_eq!(steps(&c)[MIN_SCREENS], Step::Confirm(p(2), 0.05));
+        // A run's last candidate then judges a fresh one in full instead.
+        c.pair_spread = Some(0.08);
+        c.remaining = Some(1);
+        assert_eq!(
+            Race::default().step(&c, &ranked, 0.02, Some(0.0), false),
+            Step::Judge
+        );
     }
 
     #[test]

@@ -120,6 +120,11 @@ impl<'a> Evaluator<'a> {
         })
     }
 
+    /// The standard deviation of a pair's gain against the incumbent, once the judge knows it.
+    pub fn pair_spread(&self) -> Option<f64> {
+        self.spread.sd()
+    }
+
     pub fn is_local(&self) -> bool {
         matches!(self.place, Place::Local { .. })
     }

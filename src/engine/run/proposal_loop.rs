@@ -139,6 +139,7 @@ impl<'a> Loop<'a> {
             // Races of screen-only contenders need one candidate at a time, judged here.
             ctx.can_screen = jobs == 1 && self.exec.is_local() && task.judge.screen_pairs > 0;
             ctx.screen_pairs = task.judge.screen_pairs;
+            ctx.pair_spread = self.exec.pair_spread();
             let mut batch = Vec::new();
             while batch.len() < jobs.min(opts.budget + 1 - k) {
                 ctx.remaining = Some(opts.budget + 1 - k - batch.len());
@@ -279,6 +280,7 @@ impl<'a> Loop<'a> {
             // Set by the caller, which knows where and how many candidates run.
             can_screen: false,
             screen_pairs: 0,
+            pair_spread: None,
             remaining: None,
         })
     }
