@@ -208,3 +208,51 @@ async fn a_candidate_the_sandbox_could_not_run_stops_the_run_and_is_not_recorded
     assert_eq!(verdicts, ["accepted"]);
     assert!(f.store.incumbent(&f.r.branch).await.unwrap().is_some());
 }
+
+/// Replays its steps and keeps the pair spread each proposal was offered.
+struct Watching {
+    inner: ReplayProposer,
+    seen: Vec<Option<f64>>,
+}
+
+#[async_trait::async_trait]
+impl proposers::Proposer for Watching {
+    fn name(&self) -> &str {
+        "replay"
+    }
+
+    async fn next(
+        &mut self,
+        ctx: &proposers::ProposalContext,
+    ) -> Result<Option<proposers::Proposal>, proposers::AgentError> {
+        self.seen.push(ctx.pair_spread);
+        self.inner.next(ctx).await
+    }
+}
+
+/// The search's races read the noise of a pair's gain against the incumbent as the judge pools
+/// it: unknown before anything is judged, then from the judged pairs (uniform noise of 5% either
+/// way in each process: a pair's gain varies by 5% x sqrt(2/3), about 4.1%).
+#[tokio::test(flavor = "multi_thread")]
+async fn each_proposal_is_offered_the_judges_spread_of_a_pair() {
+    let f = Fixture::new(3, None).await;
+    let (mut lp, _) = f.start(Scripted::new(3, 0.05)).await;
+    let steps: String = [100, 50, 25]
+        .iter()
+        .map(|p| format!("{{\"params\": {{\"PAD_PERMILLE\": {p}}}}}\n"))
+        .collect();
+    let mut watching = Watching {
+        inner: ReplayProposer::parse("steps.jsonl", &steps).unwrap(),
+        seen: Vec::new(),
+    };
+    lp.run(&f.opts, 0, &f.chosen, &mut watching).await.unwrap();
+    assert_eq!(watching.seen.len(), 3, "{:?}", watching.seen);
+    assert_eq!(watching.seen[0], None);
+    let known: Vec<f64> = watching.seen.iter().flatten().copied().collect();
+    assert!(!known.is_empty(), "{:?}", watching.seen);
+    assert!(
+        known.iter().all(|sd| (0.02..0.08).contains(sd)),
+        "{:?}",
+        watching.seen
+    );
+}
