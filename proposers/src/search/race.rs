@@ -65,36 +65,34 @@ pub(crate) fn unsettled_near_tie(
         return None;
     }
     let open = contenders(&ctx.observations);
-    let pairs = |p: &Params| -> usize {
-        ctx.observations
-            .iter()
-            .filter(|o| &o.params == p)
-            .map(|o| o.pairs)
-            .sum()
-    };
     let near = ranked
         .iter()
         .filter(|(score, p)| *score >= screened - NEAR && p != leader && open.contains(p))
         .map(|(_, p)| p);
     std::iter::once(leader)
         .chain(near)
-        .find(|p| pairs(p) < ctx.screen_pairs)
+        .find(|p| pairs_of(ctx, p) < ctx.screen_pairs)
         .cloned()
 }
 
-/// What a contender's screen must show before it is judged in full: the judge's gain, plus
+/// The pairs `params` was measured in, over all its observations.
+fn pairs_of(ctx: &ProposalContext, params: &Params) -> usize {
+    ctx.observations
+        .iter()
+        .filter(|o| &o.params == params)
+        .map(|o| o.pairs)
+        .sum()
+}
+
+/// What a contender's screen must show before a race settles on it: the judge's gain, plus
 /// `CLEAR_OF_NOISE` standard errors of the screen (the spread of a pair's gain over the root of
 /// its pairs) once the judge knows that spread. Where a pair's noise is large next to the gains
 /// near the incumbent, the best of several screens a few percent ahead is mostly noise, and
 /// the full judgement it would get (up to twice `max_pairs` pairs) most often ends
-/// inconclusive: the race screens on instead.
+/// inconclusive: the race screens on instead. A run that is ending (its last candidate, or
+/// nothing fresh left) has nothing better to spend its candidate on, and judges the leader.
 fn clear_of_noise(ctx: &ProposalContext, contender: &Params, threshold: f64) -> f64 {
-    let pairs: usize = ctx
-        .observations
-        .iter()
-        .filter(|o| &o.params == contender)
-        .map(|o| o.pairs)
-        .sum();
+    let pairs = pairs_of(ctx, contender);
     match ctx.pair_spread {
         Some(sd) if pairs > 0 => threshold + CLEAR_OF_NOISE * sd / (pairs as f64).sqrt(),
         _ => threshold,
@@ -151,7 +149,9 @@ impl Race {
         };
         match leader {
             Some((score, p))
-                if *score >= clear_of_noise(ctx, p, threshold) && (ending || settled(*score)) =>
+                if *score >= threshold
+                    && (ending
+                        || (settled(*score) && *score >= clear_of_noise(ctx, p, threshold))) =>
             {
                 Step::Confirm(p.clone(), *score)
             }
@@ -285,12 +285,16 @@ mod tests {
         // On a quiet machine (1%) it is clear of the noise.
         c.pair_spread = Some(0.01);
         assert_eq!(steps(&c)[MIN_SCREENS], Step::Confirm(p(2), 0.05));
-        // A run's last candidate then judges a fresh one in full instead.
+        // A run's last candidate, or one with nothing fresh left, has nothing better to do.
         c.pair_spread = Some(0.08);
+        assert_eq!(
+            Race::default().step(&c, &ranked, 0.02, None, false),
+            Step::Confirm(p(2), 0.05)
+        );
         c.remaining = Some(1);
         assert_eq!(
             Race::default().step(&c, &ranked, 0.02, Some(0.0), false),
-            Step::Judge
+            Step::Confirm(p(2), 0.05)
         );
     }
 
