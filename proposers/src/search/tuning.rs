@@ -65,7 +65,7 @@ pub(crate) const MAX_SCREENS: usize = 16;
 pub(crate) const STALL: usize = 4;
 
 /// Standard errors of its screen by which a race's leader must clear the judge's gain before
-/// it is judged in full (race.rs): the leader is the best of several noisy screens, so its
+/// the race settles on it ahead of the run's end (race.rs): the leader is the best of several noisy screens, so its
 /// screened gain flatters it by about one standard error more than a single screen's. On the
 /// search bench's train half (convolution on A100, A4000, W7800) 0, 1, 2 and 3 gave a mean
 /// score at 400 bench processes of 0.13, 0.16, 0.45 and 0.39 (2026-12-07).

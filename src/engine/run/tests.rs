@@ -30,6 +30,15 @@ fn options(budget: usize) -> RunOptions {
     }
 }
 
+/// A proposer that replays these `PAD_PERMILLE` values in order.
+fn replaying(pads: &[i64]) -> ReplayProposer {
+    let steps: String = pads
+        .iter()
+        .map(|p| format!("{{\"params\": {{\"PAD_PERMILLE\": {p}}}}}\n"))
+        .collect();
+    ReplayProposer::parse("steps.jsonl", &steps).unwrap()
+}
+
 /// The spin fixture resolved as a run would, with a real runs.db and git ledger in a temporary
 /// folder, for a run of `budget` candidates replayed from a file.
 struct Fixture {
@@ -100,11 +109,7 @@ impl Fixture {
         pads: &[i64],
     ) -> (i64, anyhow::Result<Option<String>>) {
         let (mut lp, run_id) = self.start(processes).await;
-        let steps: String = pads
-            .iter()
-            .map(|p| format!("{{\"params\": {{\"PAD_PERMILLE\": {p}}}}}\n"))
-            .collect();
-        let mut proposer = ReplayProposer::parse("steps.jsonl", &steps).unwrap();
+        let mut proposer = replaying(pads);
         (
             run_id,
             lp.run(&self.opts, 0, &self.chosen, &mut proposer).await,
@@ -237,12 +242,8 @@ impl proposers::Proposer for Watching {
 async fn each_proposal_is_offered_the_judges_spread_of_a_pair() {
     let f = Fixture::new(3, None).await;
     let (mut lp, _) = f.start(Scripted::new(3, 0.05)).await;
-    let steps: String = [100, 50, 25]
-        .iter()
-        .map(|p| format!("{{\"params\": {{\"PAD_PERMILLE\": {p}}}}}\n"))
-        .collect();
     let mut watching = Watching {
-        inner: ReplayProposer::parse("steps.jsonl", &steps).unwrap(),
+        inner: replaying(&[100, 50, 25]),
         seen: Vec::new(),
     };
     lp.run(&f.opts, 0, &f.chosen, &mut watching).await.unwrap();
