@@ -48,6 +48,7 @@ fn context(n: usize) -> ProposalContext {
             incumbent: BTreeMap::from([("x".into(), 80.0), ("y".into(), 75.0)]),
             screened_only: true,
             pairs: 2,
+            carried: false,
         });
     }
     ctx

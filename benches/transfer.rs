@@ -13,7 +13,9 @@
 //! Medians over seeds per pair; the summary gives the pairs where warm costs more than naive and
 //! the median ratio warm / naive over pairs.
 //!
-//! cargo bench --bench transfer [-- SEEDS]   (default 10 seeds)
+//! cargo bench --bench transfer [-- SEEDS [TARGETS]]   (default 10 seeds; TARGETS: GPUs to move
+//! to, comma-separated, for example `A100,A4000,W7800`, the search bench's train half; default
+//! all six)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 // The random-search expectation the search bench scores with, and a candidate's origin, are
@@ -105,11 +107,13 @@ fn best_key(l: &Landscape) -> &str {
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    let seeds: u64 = std::env::args()
+    let args: Vec<String> = std::env::args()
         .skip(1)
-        .find(|a| !a.starts_with('-'))
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(10);
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let seeds: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(10);
+    let targets: Option<Vec<&str>> = args.get(1).map(|a| a.split(',').collect());
+    let is_target = |l: &Landscape| targets.as_ref().is_none_or(|t| t.contains(&gpu(&l.name)));
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let gpus: Vec<Landscape> = landscape::all(root)
         .into_iter()
@@ -135,6 +139,10 @@ async fn main() {
     let mut naive = Vec::new();
     for t in &gpus {
         let mut r = Vec::new();
+        if !is_target(t) {
+            naive.push(r);
+            continue;
+        }
         for seed in 0..seeds {
             let dir = tempfile::tempdir().unwrap();
             r.push(reach(dir.path(), t, seed, false).await);
@@ -149,7 +157,7 @@ async fn main() {
     for s in &gpus {
         let pick: serde_json::Value = serde_json::from_str(best_key(s)).unwrap();
         for (ti, t) in gpus.iter().enumerate() {
-            if std::ptr::eq(s, t) {
+            if std::ptr::eq(s, t) || !is_target(t) {
                 continue;
             }
             let transferred = t

@@ -80,6 +80,9 @@ pub struct Observation {
     pub screened_only: bool,
     /// The pairs it was measured in.
     pub pairs: usize,
+    /// Carried from another context (a warm start: a neighbouring context's best), not chosen
+    /// by this context's search.
+    pub carried: bool,
 }
 
 /// What a proposer may look at when choosing the next candidate.

@@ -229,7 +229,8 @@ fn a_file_that_cannot_be_replayed_faithfully_is_refused_saying_why() {
 }
 
 /// The same kernel imported from two GPUs is one task in two simulated contexts: a run on the
-/// second starts from the first's best (the warm-start path), re-measured there.
+/// second starts from the first's best (the warm-start path), re-measured there; TPE does not
+/// count that carried assignment among its own measurements.
 #[test]
 fn a_run_on_another_recorded_gpu_starts_from_the_first_gpus_best() {
     let env = Env::new();
@@ -260,13 +261,13 @@ fn a_run_on_another_recorded_gpu_starts_from_the_first_gpus_best() {
     };
     let first = simulate(&tasks[0], "8");
     assert!(first["accepted"].as_u64().unwrap() >= 1, "{first}");
-    let second = simulate(&tasks[1], "1");
+    let second = simulate(&tasks[1], "2");
     assert_ne!(first["context_id"], second["context_id"], "{second}");
     let rows = env.json(&[
         "query",
         &format!(
-            "SELECT c.origin AS o, c.params_key AS k, e.verdict AS v FROM candidates c \
-             JOIN evaluations e ON e.candidate_id = c.id WHERE c.run_id = {}",
+            "SELECT c.origin AS o, c.params_key AS k, e.verdict AS v, c.note AS n FROM candidates c \
+             JOIN evaluations e ON e.candidate_id = c.id WHERE c.run_id = {} ORDER BY c.seq",
             second["run_id"]
         ),
     ]);
@@ -276,4 +277,9 @@ fn a_run_on_another_recorded_gpu_starts_from_the_first_gpus_best() {
     );
     assert_eq!(rows[0]["k"], r#"{"bx":32,"t":2}"#, "{rows}");
     assert_eq!(rows[0]["v"], "accepted", "{rows}");
+    // A run of two draws one assignment before modelling; the carried one is not it.
+    assert_eq!(
+        rows[1]["n"], "a uniform draw (0 of 1 measured before TPE)",
+        "{rows}"
+    );
 }

@@ -189,6 +189,7 @@ mod tests {
             pairs: 1,
             candidate: BTreeMap::new(),
             incumbent: BTreeMap::new(),
+            carried: false,
         }
     }
 

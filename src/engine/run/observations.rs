@@ -15,6 +15,7 @@ use std::sync::Arc;
 struct Gathered {
     params: Params,
     screened_only: bool,
+    carried: bool,
     candidate: BTreeMap<String, Vec<f64>>,
     incumbent: BTreeMap<String, Vec<f64>>,
 }
@@ -50,12 +51,11 @@ impl Observations {
                     .ok()
                     .and_then(|v| serde_json::from_value(v.get("params")?.clone()).ok())
                     .unwrap_or_default();
+                let origin = row.origin.parse::<proposers::Origin>().ok();
                 Gathered {
                     params,
-                    screened_only: row
-                        .origin
-                        .parse::<proposers::Origin>()
-                        .is_ok_and(|o| o.screen_only()),
+                    screened_only: origin.as_ref().is_some_and(|o| o.screen_only()),
+                    carried: matches!(origin, Some(proposers::Origin::WarmStart { .. })),
                     ..Gathered::default()
                 }
             });
@@ -82,6 +82,7 @@ impl Observations {
                     candidate: medians(g.candidate),
                     incumbent: medians(g.incumbent),
                     screened_only: g.screened_only,
+                    carried: g.carried,
                 }),
         );
         Ok(Arc::clone(&self.list))

@@ -185,6 +185,7 @@ async fn until_peak(land: &Landscape, seed: u64, racing: bool) -> usize {
             incumbent: incumbent.clone(),
             screened_only: screen_only,
             pairs: 2,
+            carried: false,
         });
         if better {
             incumbent = cases;
@@ -243,6 +244,7 @@ fn a_case_past_the_tolerance_costs_more_than_its_mean_gains() {
         incumbent: reference.clone(),
         screened_only: false,
         pairs: 2,
+        carried: false,
     };
     // Against the incumbent as the floor: +30% and -10% has the bigger mean but would be
     // refused; +5% on both is accepted.
@@ -285,6 +287,7 @@ fn an_assignment_measured_twice_is_ranked_once_on_its_average() {
         incumbent: reference.clone(),
         screened_only,
         pairs: 2,
+        carried: false,
     };
     let (lucky, steady) = (
         assignment(&[("A", 1), ("B", 1), ("C", 1)]),
@@ -327,6 +330,7 @@ async fn race_to_confirm(
         incumbent: flat.clone(),
         screened_only: true,
         pairs,
+        carried: false,
     };
     let mut ctx = ProposalContext {
         incumbent_params: Some(start()),

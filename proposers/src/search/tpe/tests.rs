@@ -86,6 +86,7 @@ async fn run(seed: u64, racing: bool, proposals: usize) -> (Vec<Origin>, bool) {
             incumbent: incumbent.clone(),
             screened_only: screen_only,
             pairs: 2,
+            carried: false,
         });
         if better {
             incumbent = cases;
@@ -161,4 +162,59 @@ fn the_good_density_favours_the_values_of_the_best_measured() {
     assert_eq!(gamma(9), 1);
     assert_eq!(gamma(11), 2);
     assert_eq!(gamma(1_000), 25);
+}
+
+#[tokio::test]
+async fn a_carried_assignment_does_not_pull_the_parzen_draws() {
+    // Twelve of TPE's own measurements, then a warm start from another context (the
+    // incumbent now): the Parzen draws are those TPE makes without it.
+    let own: Vec<Params> = (0..12)
+        .map(|i| assignment(i % 6, (i / 2) % 5, i % 4))
+        .collect();
+    let carried = assignment(0, 0, 3);
+    let start = measure(&assignment(0, 5, 0));
+    let seen = |p: &Params, carried: bool| Observation {
+        params: p.clone(),
+        candidate: measure(p),
+        incumbent: start.clone(),
+        screened_only: false,
+        pairs: 2,
+        carried,
+    };
+    let mut observations: Vec<Observation> = own.iter().map(|p| seen(p, false)).collect();
+    let without = ProposalContext {
+        incumbent_params: own.first().cloned(),
+        // Tried in both, so that a draw never lands on it in one and not the other.
+        tried_params: own
+            .iter()
+            .chain([&carried])
+            .map(crate::params_key)
+            .collect(),
+        observations: observations.clone().into(),
+        ..ProposalContext::default()
+    };
+    observations.push(seen(&carried, true));
+    let with = ProposalContext {
+        incumbent_params: Some(carried.clone()),
+        tried_params: without.tried_params.clone(),
+        observations: observations.into(),
+        ..ProposalContext::default()
+    };
+    let draws = |ctx: ProposalContext| async move {
+        let mut t = TpeProposer::new(space(), 7, goal());
+        let mut out = Vec::new();
+        for _ in 0..8 {
+            match t.next(&ctx).await {
+                Ok(Some(Proposal {
+                    change: ProposedChange::Params(p),
+                    ..
+                })) => out.push(p),
+                other => panic!("{other:?}"),
+            }
+        }
+        out
+    };
+    let (a, b) = (draws(without).await, draws(with).await);
+    // The same draws as without it: TPE's densities are its own measurements'.
+    assert_eq!(a, b, "without the carried assignment, then with it");
 }
