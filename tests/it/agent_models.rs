@@ -194,7 +194,8 @@ fn sigterm_abandons_a_request_in_flight_and_the_run_resumes() {
     let env = Env::new();
     let task = env.task("spin");
     let mut slow = text(EDIT);
-    slow.delay = Duration::from_secs(60);
+    let reply_after = Duration::from_secs(60);
+    slow.delay = reply_after;
     let (url, fake) = serve(vec![slow]);
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("polymorph"))
         .current_dir(env.path())
@@ -232,11 +233,10 @@ fn sigterm_abandons_a_request_in_flight_and_the_run_resumes() {
         libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
     }
     let status = child.wait().unwrap();
-    assert!(
-        sent.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        sent.elapsed()
-    );
+    // Well before the reply could have come: the request was abandoned, not waited out (a
+    // bound of seconds read the load of the machine as much as the run).
+    let waited = sent.elapsed();
+    assert!(waited < reply_after / 2, "took {waited:?}");
     assert_eq!(status.code(), Some(130));
     let counts = env.json(&[
         "query",
