@@ -6,16 +6,20 @@
 //!   exhaustive best, or "fails" where that configuration failed on the target;
 //! - warm: bench processes a `tpe` run on the target spends until its incumbent's truth is within
 //!   95% of the target's best, when the source's best was accepted in the same store first (the
-//!   run then starts from it through the warm-start path, re-measured on the target);
+//!   run then starts from it through the warm-start path, re-measured on the target). With
+//!   `--searched-sources` the source is tuned first as a user would have tuned it, by a `tpe`
+//!   run of as many candidates, and its exhaustive best is then proposed over that run's
+//!   incumbent, so what is carried may be a near-tie of it and the source's store holds a
+//!   search's measurements;
 //! - naive: the same from the task as given, with no neighbour.
 //!
 //! A run that never gets there within its candidates counts as what it spent, marked `>`.
 //! Medians over seeds per pair; the summary gives the pairs where warm costs more than naive and
 //! the median ratio warm / naive over pairs.
 //!
-//! cargo bench --bench transfer [-- SEEDS [TARGETS]]   (default 10 seeds; TARGETS: GPUs to move
-//! to, comma-separated, for example `A100,A4000,W7800`, the search bench's train half; default
-//! all six)
+//! cargo bench --bench transfer [-- SEEDS [TARGETS] [--searched-sources]]   (default 10 seeds;
+//! TARGETS: GPUs to move to, comma-separated, for example `A100,A4000,W7800`, the search bench's
+//! train half; default all six)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 // The random-search expectation the search bench scores with, and a candidate's origin, are
@@ -112,6 +116,7 @@ async fn main() {
         .filter(|a| !a.starts_with('-'))
         .collect();
     let seeds: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(10);
+    let searched = std::env::args().any(|a| a == "--searched-sources");
     let targets: Option<Vec<&str>> = args.get(1).map(|a| a.split(',').collect());
     let is_target = |l: &Landscape| targets.as_ref().is_none_or(|t| t.contains(&gpu(&l.name)));
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -156,6 +161,27 @@ async fn main() {
     let (mut ratios, mut worse, mut refused) = (Vec::new(), 0, 0);
     for s in &gpus {
         let pick: serde_json::Value = serde_json::from_str(best_key(s)).unwrap();
+        // The source tuned once per seed; each target's warm run starts from a copy of it.
+        let mut sources = Vec::new();
+        for seed in 0..seeds {
+            let dir = tempfile::tempdir().unwrap();
+            if searched {
+                let opts = replay::options(
+                    s,
+                    RunProposer::Search,
+                    Strategy::Tpe,
+                    CANDIDATES,
+                    seed,
+                    false,
+                );
+                replay::replay(dir.path(), s, &opts).await;
+            }
+            let best = replay::propose_one(dir.path(), s, &pick, seed).await;
+            // Refused over the incumbent (within noise of it, or it is that one): then the
+            // start, or the search's incumbent, is what a warm start carries.
+            refused += usize::from(!best.iter().any(|r| r.verdict == "accepted"));
+            sources.push(dir);
+        }
         for (ti, t) in gpus.iter().enumerate() {
             if std::ptr::eq(s, t) || !is_target(t) {
                 continue;
@@ -165,11 +191,9 @@ async fn main() {
                 .get(best_key(s))
                 .map_or("fails".to_string(), |v| format!("{:.3}", v / t.best));
             let mut warm = Vec::new();
-            for seed in 0..seeds {
+            for (seed, tuned) in (0..seeds).zip(&sources) {
                 let dir = tempfile::tempdir().unwrap();
-                let source = replay::propose_one(dir.path(), s, &pick, seed).await;
-                // Refused on the source (the start is within noise of it): no warm start.
-                refused += usize::from(!source.iter().any(|r| r.verdict == "accepted"));
+                copy_tree(tuned.path(), dir.path());
                 warm.push(reach(dir.path(), t, seed, true).await);
             }
             let med =
@@ -187,8 +211,14 @@ async fn main() {
         }
     }
     println!(
-        "\n{refused} of {} source runs refused the source's best over its start (no warm start)",
-        ratios.len() * seeds as usize
+        "\n{refused} of {} sources (one a GPU and seed, each carried to every target) refused their exhaustive best \
+         over {}",
+        gpus.len() * seeds as usize,
+        if searched {
+            "their search's incumbent"
+        } else {
+            "their start"
+        }
     );
     println!(
         "{} pairs; warm costs more than naive (medians) in {worse}; median ratio warm/naive {:.2}; {:.0} s",
@@ -205,6 +235,20 @@ async fn main() {
             "MISSED"
         }
     );
+}
+
+/// A store and ledger copied whole (a tuned source, for one target's warm run).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
 }
 
 fn gpu(name: &str) -> &str {
