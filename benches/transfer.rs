@@ -22,6 +22,8 @@
 //! train half; default all six)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "search/copy.rs"]
+mod copy;
 // The random-search expectation the search bench scores with, and a candidate's origin, are
 // not used here.
 #[allow(dead_code)]
@@ -31,6 +33,7 @@ mod landscape;
 #[path = "search/replay.rs"]
 mod replay;
 
+use copy::copy_dir;
 use landscape::Landscape;
 use polymorph::engine::Strategy;
 use polymorph::measure::median;
@@ -193,7 +196,7 @@ async fn main() {
             let mut warm = Vec::new();
             for (seed, tuned) in (0..seeds).zip(&sources) {
                 let dir = tempfile::tempdir().unwrap();
-                copy_tree(tuned.path(), dir.path());
+                copy_dir(tuned.path(), dir.path());
                 warm.push(reach(dir.path(), t, seed, true).await);
             }
             let med =
@@ -235,20 +238,6 @@ async fn main() {
             "MISSED"
         }
     );
-}
-
-/// A store and ledger copied whole (a tuned source, for one target's warm run).
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &dest);
-        } else {
-            std::fs::copy(entry.path(), dest).unwrap();
-        }
-    }
 }
 
 fn gpu(name: &str) -> &str {

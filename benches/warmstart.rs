@@ -12,6 +12,10 @@
 //! cargo bench --bench warmstart [-- SEEDS [COLD_BUDGET]]   (default 3 seeds, 30 candidates)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "search/copy.rs"]
+mod copy;
+
+use copy::copy_dir;
 use polymorph::engine::Strategy;
 use polymorph::engine::{RunOptions, run};
 use polymorph::record::{ProposerChoice, RunProposer, Store};
@@ -81,18 +85,6 @@ async fn accepted(store: &Store, run_id: i64) -> Vec<(i64, f64)> {
     rows.iter()
         .map(|r| (r[0].as_i64().unwrap(), r[1].as_f64().unwrap()))
         .collect()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), dst).unwrap();
-        }
-    }
 }
 
 #[tokio::main(flavor = "multi_thread")]
