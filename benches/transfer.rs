@@ -161,8 +161,12 @@ async fn main() {
         "{:<24} {:>11} {:>24} {:>24} {:>7}",
         "source -> target", "transferred", "warm", "naive", "ratio"
     );
-    let (mut ratios, mut worse, mut refused) = (Vec::new(), 0, 0);
+    let (mut ratios, mut worse, mut refused, mut tuned_sources) = (Vec::new(), 0, 0, 0);
     for s in &gpus {
+        // A source carried to no target (the only target is itself) is not tuned.
+        if !gpus.iter().any(|t| !std::ptr::eq(s, t) && is_target(t)) {
+            continue;
+        }
         let pick: serde_json::Value = serde_json::from_str(best_key(s)).unwrap();
         // The source tuned once per seed; each target's warm run starts from a copy of it.
         let mut sources = Vec::new();
@@ -183,6 +187,7 @@ async fn main() {
             // Refused over the incumbent (within noise of it, or it is that one): then the
             // start, or the search's incumbent, is what a warm start carries.
             refused += usize::from(!best.iter().any(|r| r.verdict == "accepted"));
+            tuned_sources += 1;
             sources.push(dir);
         }
         for (ti, t) in gpus.iter().enumerate() {
@@ -216,7 +221,7 @@ async fn main() {
     println!(
         "\n{refused} of {} sources (one a GPU and seed, each carried to every target) refused their exhaustive best \
          over {}",
-        gpus.len() * seeds as usize,
+        tuned_sources,
         if searched {
             "their search's incumbent"
         } else {
