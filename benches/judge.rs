@@ -90,7 +90,8 @@ fn judge_all(task: &Task, incumbent_tree: FileTree, candidates: &[Proposal]) -> 
     ));
     let source = task.source_tree().unwrap();
     let cancel = Arc::new(AtomicBool::new(false));
-    let mut h = Harness::new(task, &source, &runner, cancel, None).unwrap();
+    // The bench's tasks have no reference, so no context id is looked up.
+    let mut h = Harness::new(task, &source, &runner, cancel, None, "").unwrap();
     let incumbent: Built = h
         .prepare(incumbent_tree)
         .unwrap_or_else(|f| panic!("{}", f.reason));

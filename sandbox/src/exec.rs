@@ -34,6 +34,13 @@ pub enum TreeAccess {
     ReadOnly,
 }
 
+fn bind_flag(access: TreeAccess) -> &'static str {
+    match access {
+        TreeAccess::Writable => "--bind",
+        TreeAccess::ReadOnly => "--ro-bind",
+    }
+}
+
 /// One command to run.
 #[derive(Debug, Clone)]
 pub struct CommandSpec<'a> {
@@ -46,6 +53,10 @@ pub struct CommandSpec<'a> {
     /// Device nodes the command sees besides bwrap's minimal /dev (a GPU's, for a task that
     /// needs one); nothing else of the host's /dev.
     pub devices: Vec<PathBuf>,
+    /// Directories outside the tree the command sees at the same path, each read-only or
+    /// writable, shown through whatever hides their surroundings (a home). Without bwrap they are
+    /// simply there, as everything is: the caller checks what it must.
+    pub dirs: Vec<(PathBuf, TreeAccess)>,
     /// The complete environment of the command.
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
@@ -264,12 +275,19 @@ impl Runner {
             if *userns {
                 argv.extend(BWRAP_USERNS.iter().map(|a| a.to_string()));
             }
-            // The tree may live under /tmp: bind it after the tmpfs so it shows through.
-            let bind = match spec.tree {
-                TreeAccess::Writable => "--bind",
-                TreeAccess::ReadOnly => "--ro-bind",
-            };
-            argv.extend([bind.into(), cwd.clone(), cwd.clone(), "--chdir".into(), cwd]);
+            // The tree and the other directories may live under /tmp or a hidden home: bind
+            // them after the tmpfs so they show through.
+            for (dir, access) in &spec.dirs {
+                let d = dir.display().to_string();
+                argv.extend([bind_flag(*access).into(), d.clone(), d]);
+            }
+            argv.extend([
+                bind_flag(spec.tree).into(),
+                cwd.clone(),
+                cwd.clone(),
+                "--chdir".into(),
+                cwd,
+            ]);
             for a in ["--unshare-ipc", "--die-with-parent", "--new-session", "--"] {
                 argv.push(a.into());
             }

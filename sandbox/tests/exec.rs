@@ -20,6 +20,7 @@ fn spec<'a>(script: &'a str, dir: &'a Path, timeout_ms: u64) -> CommandSpec<'a> 
         cwd: dir,
         tree: TreeAccess::Writable,
         devices: Vec::new(),
+        dirs: Vec::new(),
         env: vec![("PATH".into(), path_var())],
         timeout: Duration::from_millis(timeout_ms),
         output_cap: 4096,

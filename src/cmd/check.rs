@@ -76,7 +76,7 @@ fn measure(
     extra: Vec<(String, FileTree)>,
     cancel: CancelFlag,
 ) -> Result<Measured> {
-    let mut h = Harness::new(&r.task, &r.source, runner, cancel, r.workload.as_ref())?;
+    let mut h = Harness::of(r, runner, cancel)?;
     let mut names = vec!["start".to_string()];
     let mut built: Vec<Built> = vec![
         h.prepare(r.source.clone())

@@ -132,7 +132,7 @@ fn run_job(job: &Job, cancel: CancelFlag) -> Result<Reply> {
     if let Err(e) = r.check_requirements() {
         return Ok(reply(Outcome::TaskError(format!("{e:#}"))));
     }
-    let mut h = Harness::new(&r.task, &r.source, &runner, cancel, r.workload.as_ref())?;
+    let mut h = Harness::of(&r, &runner, cancel)?;
     let result = match &job.op {
         Op::Probe => Outcome::Probed,
         Op::Measure { trees, rounds } => measure(&mut h, trees, *rounds)?,

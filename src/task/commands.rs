@@ -1,4 +1,5 @@
-//! `[commands]` of task.toml: build, test and bench, their timeout, the environment passed
+//! `[commands]` of task.toml: build, test and bench (and a reference computed once per
+//! context), their timeout, the environment passed
 //! through (never a secret), the machine state read before each bench, and the limits each
 //! command runs under.
 
@@ -23,6 +24,9 @@ pub struct Commands {
     pub build: Option<String>,
     pub test: String,
     pub bench: String,
+    /// Run once per context on the task as given, its output kept outside every tree and shown
+    /// read-only to each test and bench (`engine/evaluate/reference.rs`).
+    pub reference: Option<String>,
     pub timeout: Duration,
     /// Extra environment variables passed through to commands (never secrets).
     pub env: Vec<String>,
@@ -43,6 +47,7 @@ pub(super) struct RawCommands {
     build: Option<String>,
     test: Option<String>,
     bench: Option<String>,
+    reference: Option<String>,
     timeout_s: Option<u64>,
     #[serde(default)]
     env: Vec<String>,
@@ -95,6 +100,7 @@ pub(super) fn commands(file: &Path, raw: RawCommands) -> Result<Commands> {
             None => DEFAULT_PROCESSES,
         },
         build: raw.build.filter(|b| !b.trim().is_empty()),
+        reference: raw.reference.filter(|r| !r.trim().is_empty()),
         test,
         bench,
         timeout: Duration::from_secs(timeout_s),

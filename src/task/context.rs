@@ -227,6 +227,10 @@ pub fn fingerprint(
         m.name,
         m.direction.as_str()
     ));
+    // Only where there is one, so that the contexts of tasks without a reference keep their ids.
+    if let Some(r) = &c.reference {
+        harness.push_str(&format!("reference\0{r}\n"));
+    }
     let (label, sha) = match workload {
         Some(w) => {
             let bytes = std::fs::read(&w.path)

@@ -40,7 +40,7 @@ pub struct PythonEnv {
 
 /// Where polymorph keeps what it installs: `$POLYMORPH_CACHE`, else `$XDG_CACHE_HOME/polymorph`,
 /// else `~/.cache/polymorph`.
-pub(super) fn cache_root() -> PathBuf {
+pub(crate) fn cache_root() -> PathBuf {
     let var = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())

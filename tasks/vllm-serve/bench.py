@@ -5,8 +5,9 @@ token, mean time per output token after the first), from a logistic fit over eve
 ramp (capacity.py). A request refused, failed or cut short is a miss, so shedding load never pays
 by itself; time runs from a request's scheduled arrival, so a server that falls behind is charged
 for the wait. The ramp's requests ask for token ids, not log-probabilities. Two answers, chosen
-by POLYMORPH_SEED, are then scored under the reference configuration, served after the ramp by its
-own `vllm serve`. The bound on the capacity this ramp can show on this GPU is then stated
+by POLYMORPH_SEED among those whose reference answers were computed for this context
+(reference.py), are then scored under the reference configuration; only an answer that leaves the
+reference's own at a near-tie needs it served, after the ramp, by its own `vllm serve`. The bound on the capacity this ramp can show on this GPU is then stated
 (bound.py), the task's limit, where the GPU could be probed; the reason where not."""
 
 import json
@@ -16,6 +17,7 @@ import os
 import bound
 import capacity
 import client
+import jobs
 import models
 import traffic
 import verify
@@ -40,7 +42,9 @@ with client.Server(client.read_config(), m) as server:
 
 fit = capacity.fit_capacity(sent)
 met = [s for s in sent if s["good"]]
-answered = [s for s in sent if s["answer"] and s["answer"]["ok"] and len(s["answer"]["tokens"]) == s["max_tokens"]]
+# Each with its place in the ramp (the ramp sends its requests in order).
+answered = [{**s, "index": i} for i, s in enumerate(sent)
+            if s["answer"] and s["answer"]["ok"] and len(s["answer"]["tokens"]) == s["max_tokens"]]
 
 
 def p90(xs):
@@ -53,17 +57,20 @@ def p90(xs):
 
 checked = 0
 if answered:
+    # Drawn among the ramp's requests whose reference answers are kept (jobs.bench_sample), where
+    # any of them was answered whole; else among all, scored by the reference served here.
+    kept = set(jobs.bench_sample(w, path))
+    pool = [s for s in answered if s["index"] in kept] or answered
     r = traffic.Rng(int(os.environ.get("POLYMORPH_SEED", "1")))
-    picked = [answered[r.int(0, len(answered) - 1)] for _ in range(VERIFIED)]
-    with client.Server(client.REFERENCE, m) as ref:
+    picked = [pool[r.int(0, len(pool) - 1)] for _ in range(VERIFIED)]
+    with verify.Referee(m) as ref:
         for s in picked:
             # The answer's first tokens, scored under the reference (teacher-forced).
             n = min(m["check"]["bench_tokens"], len(s["answer"]["tokens"]))
-            ok, _, _, why = verify.judge(ref, s["messages"], s["answer"]["tokens"][:n])
+            ok, _, _, why = ref.judge(s["messages"], s["answer"]["tokens"][:n], ignore_eos=True)
             if not ok:
                 raise SystemExit(f"the ramp's request at {s['at']:.2f} s: its answer is not the reference's: {why}")
             checked += 1
-
 
 def line(metric, value, **extra):
     print(json.dumps({"metric": metric, "case": w["name"], "value": value, **extra}))

@@ -37,6 +37,7 @@ mod serve;
 mod serving;
 mod simulate;
 mod slow_models;
+mod task_reference;
 mod trust;
 mod trust_records;
 mod vllm_serve;

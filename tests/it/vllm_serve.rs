@@ -87,12 +87,18 @@ impl Harness {
 
     /// Runs `python3 SCRIPT` in the task with the stand-in first on the PATH.
     fn python(&self, script: &str) -> std::process::Output {
+        self.python_with(script, &[])
+    }
+
+    /// Runs `python3 SCRIPT` with `env` added.
+    fn python_with(&self, script: &str, env: &[(&str, &Path)]) -> std::process::Output {
         let path = format!(
             "{}:{}",
             stand_in().display(),
             std::env::var("PATH").unwrap_or_default()
         );
         Command::new("python3")
+            .envs(env.iter().copied())
             .arg(script)
             .current_dir(&self.dir)
             .env("PATH", path)
@@ -127,7 +133,12 @@ impl Harness {
 
     /// bench.py's capacity.
     fn capacity(&self) -> f64 {
-        let out = self.python("bench.py");
+        self.capacity_with(&[])
+    }
+
+    /// bench.py's capacity with `env` added.
+    fn capacity_with(&self, env: &[(&str, &Path)]) -> f64 {
+        let out = self.python_with("bench.py", env);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
@@ -234,6 +245,75 @@ fn the_vllm_harness_passes_flags_checks_answers_and_measures_capacity() {
     let last = h.starts().last().unwrap().join(" ");
     assert!(last.contains("--max-num-seqs 1"), "{last}");
     h.assert_requests_plain();
+}
+
+/// reference.py, as polymorph runs it once per context: the reference's own answers to every
+/// prompt the check may send and to a sample of the ramp's requests. A check or bench whose
+/// answers follow them starts no reference of its own; one whose answers leave them at a
+/// near-tie starts it for those answers only; a token the reference was sure of is refused from
+/// the kept distributions alone.
+#[test]
+fn the_reference_computed_once_spares_each_process_its_own() {
+    let h = Harness::new();
+    let kept = h.env.path().join("reference");
+    std::fs::create_dir(&kept).unwrap();
+    let env = [("POLYMORPH_REFERENCE", kept.as_path())];
+    let stdout = |out: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let out = h.python_with("reference.py", &env);
+    assert!(out.status.success(), "{}", stdout(&out));
+    // The check's 6 fixed prompts and twice its 6 fillers; 8 of the ramp's first requests.
+    assert!(
+        stdout(&out).contains("the reference's answers to 26 prompts (18 the check's"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(h.starts().len(), 1);
+    assert!(h.starts()[0].join(" ").contains("--max-num-seqs 1"));
+
+    // One sequence at a time, as the reference: every answer is the reference's own.
+    h.set("max_num_seqs", 1.into());
+    let out = h.python_with("check.py", &env);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("0 scored by the reference served here"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(h.starts().len(), 2, "{:?}", h.starts());
+    h.capacity_with(&env);
+    assert_eq!(h.starts().len(), 3, "{:?}", h.starts());
+
+    // Batched, the answers take the other side of the near-tie at their fourth token: what
+    // follows it is scored by a reference served for them.
+    h.set("max_num_seqs", 0.into());
+    let out = h.python_with("check.py", &env);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert!(
+        !stdout(&out).contains(" 0 scored by the reference served here"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(h.starts().len(), 5, "{:?}", h.starts());
+    assert!(h.starts()[4].join(" ").contains("--max-num-seqs 1"));
+
+    // An fp8 KV cache changes a token the reference was sure of: refused from the kept
+    // distributions, before anything else is started.
+    h.set("max_num_seqs", 1.into());
+    h.set("kv_cache_dtype", "fp8".into());
+    let out = h.python_with("check.py", &env);
+    assert!(!out.status.success());
+    assert!(
+        stdout(&out).contains("token 2:") && stdout(&out).contains("3.00 nats apart"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(h.starts().len(), 6, "{:?}", h.starts());
 }
 
 /// Where a GPU and vLLM exist: the real engine checks, benchmarks and tunes the task.

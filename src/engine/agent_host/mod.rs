@@ -131,6 +131,7 @@ pub struct AgentProposer {
 }
 
 impl AgentProposer {
+    /// `(context, context_id)`: the context as the model is told it, and its id.
     pub fn new(
         settings: AgentSettings,
         task: &Task,
@@ -138,7 +139,7 @@ impl AgentProposer {
         runner: &Runner,
         cancel: CancelFlag,
         workload: Option<&Workload>,
-        context: String,
+        (context, context_id): (String, String),
     ) -> Result<Self> {
         let client = ModelClient::new(
             &settings.base_url,
@@ -157,6 +158,7 @@ impl AgentProposer {
             cancel,
             workload: workload.cloned(),
             context,
+            context_id,
         };
         Ok(AgentProposer {
             shared: Arc::new(shared),

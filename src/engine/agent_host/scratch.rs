@@ -31,6 +31,7 @@ pub(super) struct Shared {
     pub cancel: CancelFlag,
     pub workload: Option<Workload>,
     pub context: String,
+    pub context_id: String,
 }
 
 /// The scratch tree one conversation edits.
@@ -120,6 +121,7 @@ impl ToolHost for Scratch {
                 &sh.runner,
                 sh.cancel.clone(),
                 sh.workload.as_ref(),
+                &sh.context_id,
             )
             .map_err(|e| format!("{e:#}"))?;
             h.prepare(tree)

@@ -8,7 +8,7 @@ use super::processes::{Processes, RoundSeed};
 use super::spawned::Spawned;
 use crate::measure::{Sample, same_cases};
 use crate::record::Stage;
-use crate::task::{Task, Workload};
+use crate::task::{Resolved, Task, Workload};
 use anyhow::{Context as _, Result, bail};
 use sandbox::{FileTree, Limits, Manifest, RelPath, Runner, Snapshot, Workspace};
 use std::collections::BTreeSet;
@@ -42,13 +42,15 @@ pub struct Harness<'a> {
 }
 
 impl<'a> Harness<'a> {
-    /// The harness that runs the task's own processes through `runner`.
+    /// The harness that runs the task's own processes through `runner`, in context
+    /// `context_id`: a task's reference is computed first where none is kept for it.
     pub fn new(
         task: &'a Task,
         source: &FileTree,
         runner: &'a Runner,
         cancel: sandbox::CancelFlag,
         workload: Option<&Workload>,
+        context_id: &str,
     ) -> Result<Self> {
         let (rel, external) = match workload {
             None => (None, None),
@@ -61,10 +63,25 @@ impl<'a> Harness<'a> {
                 }
             },
         };
-        let spawned = Spawned::new(task, runner, cancel.clone(), rel);
+        let mut spawned = Spawned::new(task, runner, cancel.clone(), rel);
+        spawned
+            .attach_reference(source, context_id)
+            .with_context(|| format!("computing task {}'s reference", task.name))?;
         let mut h = Harness::with_processes(task, source, cancel, Box::new(spawned));
         h.external_workload = external;
         Ok(h)
+    }
+
+    /// The harness for a task resolved for a run: its own tree, workload and context.
+    pub fn of(r: &'a Resolved, runner: &'a Runner, cancel: sandbox::CancelFlag) -> Result<Self> {
+        Harness::new(
+            &r.task,
+            &r.source,
+            runner,
+            cancel,
+            r.workload.as_ref(),
+            &r.context_id,
+        )
     }
 
     /// The harness over any `Processes` (a replayed cache, a test's script).

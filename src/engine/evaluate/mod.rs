@@ -9,6 +9,7 @@ mod evaluator;
 mod failure;
 mod harness;
 mod processes;
+mod reference;
 mod remote_series;
 mod spawned;
 

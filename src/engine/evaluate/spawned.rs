@@ -4,12 +4,15 @@
 
 use super::failure::{Blame, Failure};
 use super::processes::{Benched, Processes, RoundSeed};
+use super::reference::{self, Reference};
 use crate::measure::{parse_sample, unverified_cases};
 use crate::record::Stage;
 use crate::task::requires::gpu_devices;
 use crate::task::{Requirement, Task};
+use anyhow::Context as _;
 use sandbox::{
     CommandSpec, ExitKind, FileTree, Isolation, Outcome, Runner, SandboxError, TreeAccess,
+    Workspace,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -39,6 +42,15 @@ pub struct Spawned<'a> {
     process_time: Duration,
     /// The code layout of a confirmation's builds (`Processes::set_layout`).
     layout: Option<u32>,
+    /// Where the task's reference is, as every command sees it: being written by the reference
+    /// command, or sealed and shown read-only to the others.
+    reference: Option<Shown>,
+}
+
+/// The task's reference as a command sees it.
+enum Shown {
+    Writing(PathBuf),
+    Sealed(Reference),
 }
 
 /// The last `cap` bytes of `text` (cut at a character boundary).
@@ -153,7 +165,51 @@ impl<'a> Spawned<'a> {
             },
             process_time: Duration::ZERO,
             layout: None,
+            reference: None,
         }
+    }
+
+    /// The task's reference for context `context_id`: the one kept, or else computed now on
+    /// `source` (the task as given) in a fresh workspace: its build, then its reference command
+    /// with an empty directory to write. Every later command sees it read-only.
+    pub fn attach_reference(&mut self, source: &FileTree, context_id: &str) -> anyhow::Result<()> {
+        let Some(script) = self.task.commands.reference.clone() else {
+            return Ok(());
+        };
+        let dir = reference::place(&self.task.name, context_id);
+        if let Some(kept) = Reference::load(&dir) {
+            self.reference = Some(Shown::Sealed(kept));
+            return Ok(());
+        }
+        let parent = dir.parent().unwrap_or(&dir);
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        let made = tempfile::Builder::new()
+            .prefix(".making-")
+            .tempdir_in(parent)
+            .with_context(|| format!("creating a directory in {}", parent.display()))?;
+        eprintln!(
+            "computing {}'s reference for this context (once: `{script}`)",
+            self.task.name
+        );
+        let ws = Workspace::create(source, None)?;
+        let why = |f: Failure| anyhow::anyhow!("the task as given: {}", f.reason);
+        self.build(source, ws.path()).map_err(why)?;
+        self.reference = Some(Shown::Writing(made.path().to_path_buf()));
+        let out = self.run(&script, ws.path(), TreeAccess::ReadOnly, Stage::Test, None);
+        self.reference = None;
+        let out = out.map_err(why)?;
+        if !out.success() {
+            let f = self.command_failure(Stage::Test, "its reference command failed", &out);
+            anyhow::bail!(
+                "the task as given: {}{}",
+                f.reason,
+                f.log.map(|l| format!("\n{l}")).unwrap_or_default()
+            );
+        }
+        let sealed = Reference::seal(&made.keep(), &dir)?;
+        self.reference = Some(Shown::Sealed(sealed));
+        Ok(())
     }
 
     fn run(
@@ -181,11 +237,24 @@ impl<'a> Spawned<'a> {
                 dir.join(rel).display().to_string(),
             ));
         }
+        let mut dirs = Vec::new();
+        match &self.reference {
+            Some(Shown::Writing(out)) => dirs.push((out.clone(), TreeAccess::Writable)),
+            Some(Shown::Sealed(r)) => {
+                r.verify().map_err(|why| Failure::new(stage, why))?;
+                dirs.push((r.dir.clone(), TreeAccess::ReadOnly));
+            }
+            None => {}
+        }
+        if let Some((d, _)) = dirs.first() {
+            env.push((reference::VAR.into(), d.display().to_string()));
+        }
         let spec = CommandSpec {
             script,
             cwd: dir,
             tree,
             devices: self.devices.clone(),
+            dirs,
             env,
             timeout: self.task.commands.timeout,
             output_cap: OUTPUT_CAP,

@@ -95,7 +95,7 @@ pub fn make_proposer<'a>(
                 runner,
                 cancel,
                 r.workload.as_ref(),
-                describe_context(&r.fingerprint),
+                (describe_context(&r.fingerprint), r.context_id.clone()),
             )?))
         }
         RunProposer::Search => {

@@ -95,13 +95,7 @@ pub fn record(
             "interrupted after {done} of {total} trees; run the same command again to resume"
         )
     };
-    let mut h = Harness::new(
-        &r.task,
-        &r.source,
-        runner,
-        cancel.clone(),
-        r.workload.as_ref(),
-    )?;
+    let mut h = Harness::of(r, runner, cancel.clone())?;
     let mut newly = 0;
     for (i, (label, params, tree)) in todo.into_iter().enumerate() {
         let key = tree_key(&r.task, &tree);

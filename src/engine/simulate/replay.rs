@@ -150,6 +150,6 @@ pub fn harness<'a>(
             cancel,
             Box::new(Replay::new(&r.task, c.clone(), seed)),
         ),
-        None => Harness::new(&r.task, &r.source, runner, cancel, r.workload.as_ref())?,
+        None => Harness::of(r, runner, cancel)?,
     })
 }
