@@ -148,3 +148,34 @@ fn a_reference_that_fails_stops_the_run_before_any_candidate_saying_why() {
             .any(|e| e.unwrap().path().is_dir())
     );
 }
+
+#[test]
+fn a_reference_reads_a_workload_given_on_the_command_line_where_the_others_do() {
+    let env = Env::new();
+    let task = task(&env);
+    let cache = env.path().join("cache");
+    let copy = "cp \"$POLYMORPH_WORKLOAD\" \"$POLYMORPH_REFERENCE/workload\"\n";
+    std::fs::write(task.join("reference.sh"), format!("{REFERENCE_SH}{copy}")).unwrap();
+    let workload = env.write("mine.json", "{\"n\": 7}\n");
+    let line = files_line(
+        "impl.sh",
+        "build() { :; }\ncompute() { echo $(( $1 * ($1 + 1) / 2 )); }\n",
+        "closed form",
+    );
+    let replay = env.write("one.jsonl", &(line + "\n"));
+    let out = env
+        .cmd()
+        .env("POLYMORPH_CACHE", &cache)
+        .args(["run", task.to_str().unwrap(), "--budget", "1", "--workload"])
+        .arg(&workload)
+        .arg("--proposer")
+        .arg(format!("replay:{}", replay.display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(kept(&cache).join("workload")).unwrap(),
+        "{\"n\": 7}\n"
+    );
+}

@@ -64,9 +64,16 @@ impl<'a> Harness<'a> {
             },
         };
         let mut spawned = Spawned::new(task, runner, cancel.clone(), rel);
-        spawned
-            .attach_reference(source, context_id)
-            .with_context(|| format!("computing task {}'s reference", task.name))?;
+        if task.commands.reference.is_some() {
+            // The reference reads the workload where every other command does.
+            let mut given = source.clone();
+            if let Some(bytes) = &external {
+                given.insert(RelPath::new(EXTERNAL_WORKLOAD)?, bytes.clone());
+            }
+            spawned
+                .attach_reference(&given, context_id)
+                .with_context(|| format!("computing task {}'s reference", task.name))?;
+        }
         let mut h = Harness::with_processes(task, source, cancel, Box::new(spawned));
         h.external_workload = external;
         Ok(h)
