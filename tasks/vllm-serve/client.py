@@ -17,6 +17,8 @@ import time
 # The longest prompt and answer a trace may hold, in tokens; fixed, so that every configuration
 # serves the same requests.
 MAX_MODEL_LEN = 4096
+# The first vLLM release that reads GGUF only through the separate vllm-gguf-plugin package.
+GGUF_PLUGIN_FROM = (0, 24)
 # How long a server may take to load the weights, profile memory and capture CUDA graphs.
 STARTUP_S = 600
 # The configuration answers are checked against: one sequence at a time, chunked prefill on with
@@ -57,6 +59,23 @@ def flags(config):
     return out
 
 
+def gguf_hint(path):
+    """What to try when a vLLM that reads GGUF only through its plugin (0.24.0 and later) would not
+    start on a GGUF file; empty otherwise."""
+    if not path.endswith(".gguf"):
+        return ""
+    try:
+        out = subprocess.run(["vllm", "--version"], capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    version = (out.strip().splitlines() or [""])[-1].split("+")[0]
+    release = tuple(int(p) if p.isdigit() else 0 for p in (version.split(".") + ["0", "0"])[:2])
+    if release < GGUF_PLUGIN_FROM:
+        return ""
+    return (f" (vLLM {version} reads GGUF files only through the vllm-gguf-plugin package: install it beside vLLM,"
+            f" or use vLLM 0.10.2 to 0.23)")
+
+
 def read_config(path="config.json"):
     with open(path, encoding="utf-8") as f:
         return json.load(f)
@@ -92,7 +111,8 @@ class Server:
             code = self.proc.poll()
             if code is not None:
                 self.stop()   # what it started may outlive it
-                raise SystemExit(f"vllm serve exited ({code}) before it was healthy: {' '.join(argv)}")
+                raise SystemExit(f"vllm serve exited ({code}) before it was healthy: {' '.join(argv)}"
+                                 f"{gguf_hint(model['path'])}")
             if time.monotonic() > until:
                 self.stop()
                 raise SystemExit(f"vllm serve was not healthy after {STARTUP_S} s")

@@ -236,6 +236,16 @@ fn the_vllm_harness_passes_flags_checks_answers_and_measures_capacity() {
     h.set("chunked_prefill", true.into());
     h.set("max_num_batched_tokens", 0.into());
 
+    // A vLLM that reads GGUF only through its plugin, without it: the reason says what to do.
+    let version = [("FAKE_VLLM_VERSION", Path::new("0.24.1"))];
+    let out = h.python_with("check.py", &version);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("vLLM 0.24.1 reads GGUF files only through the vllm-gguf-plugin package"),
+        "{err}"
+    );
+
     // Capacity on a ramp: one sequence at a time turns at a far lower rate than vLLM's default
     // batching.
     let batched = h.capacity();
