@@ -5,8 +5,8 @@
 //! is checked before each of them, so one altered since (by a command run without bwrap, or by
 //! hand) fails the command that would have read it.
 
-use anyhow::{Context as _, Result, bail};
-use sandbox::sha256_hex;
+use anyhow::{Context as _, Result};
+use sandbox::{FileTree, sha256_hex};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -36,32 +36,15 @@ fn digest_file(dir: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Every file under `dir` (its path from `dir`, sorted) and its content's sha256, hashed.
+/// Every file under `dir` (its path from `dir`, in order) and its content's sha256, hashed; read
+/// as a task's directory is (no symlinks or special files, at most a task's size).
 pub fn digest_of(dir: &Path) -> Result<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> Result<()> {
-        for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-            let path = entry?.path();
-            let kind = fs::symlink_metadata(&path)?.file_type();
-            if kind.is_dir() {
-                walk(root, &path, out)?;
-            } else if kind.is_file() {
-                let rel = path.strip_prefix(root).unwrap_or(&path);
-                let bytes =
-                    fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-                out.push((rel.display().to_string(), sha256_hex(&bytes)));
-            } else {
-                bail!(
-                    "{}: a reference holds only files and directories",
-                    path.display()
-                );
-            }
-        }
-        Ok(())
-    }
-    let mut files = Vec::new();
-    walk(dir, dir, &mut files)?;
-    files.sort();
-    let text: String = files.iter().map(|(p, h)| format!("{p}\0{h}\n")).collect();
+    let files = FileTree::read_dir(dir, &globset::GlobSet::empty())
+        .with_context(|| format!("reading the reference {}", dir.display()))?;
+    let text: String = files
+        .iter()
+        .map(|(p, bytes)| format!("{p}\0{}\n", sha256_hex(bytes)))
+        .collect();
     Ok(sha256_hex(text.as_bytes()))
 }
 
