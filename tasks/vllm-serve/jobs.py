@@ -27,22 +27,21 @@ def _job(prompt, ignore_eos, max_tokens):
 
 
 def check_pool(sizes):
-    """Every prompt the check may send, for models.json's `check` sizes: the fixed prompts, a long
-    one, and POOL_TIMES as many seeded random fillers as a process sends (every other one asked to
-    go on past its end)."""
+    """Every prompt the check may send, for models.json's `check` sizes, as (fixed, fillers): the
+    fixed prompts and a long one, and POOL_TIMES as many seeded random fillers as a process sends
+    (every other one asked to go on past its end)."""
     n = sizes["answer_tokens"]
     fixed = PROMPTS + ["Read these notes and name the three words that appear most often: "
                        + traffic.Rng(7).words(sizes["long_prompt_words"])]
     r = traffic.Rng(POOL_SEED)
     fillers = [_job(r.words(r.int(5, 400)), i % 2 == 1, n) for i in range(POOL_TIMES * sizes["fillers"])]
-    return [_job(p, False, n) for p in fixed] + fillers
+    return [_job(p, False, n) for p in fixed], fillers
 
 
 def check_jobs(sizes, seed):
     """One check process's prompts, drawn by its seed: the fixed ones and `fillers` of the pool's
     fillers, in a shuffled order."""
-    pool = check_pool(sizes)
-    fixed, fillers = pool[:len(PROMPTS) + 1], pool[len(PROMPTS) + 1:]
+    fixed, fillers = check_pool(sizes)
     r = traffic.Rng(seed)
     order = sorted(range(len(fillers)), key=lambda _: r.next())
     jobs = fixed + [fillers[i] for i in order[:sizes["fillers"]]]

@@ -21,7 +21,9 @@ if not where:
     raise SystemExit("POLYMORPH_REFERENCE names no directory to write the reference's answers to")
 m = models.model()
 w = traffic.load(os.environ.get("POLYMORPH_WORKLOAD") or os.path.join(HERE, "workloads", "chat.json"))
-todo = jobs.check_pool(m["check"]) + jobs.bench_pool(w, m["check"]["bench_tokens"])
+fixed, fillers = jobs.check_pool(m["check"])
+checked = fixed + fillers
+todo = checked + jobs.bench_pool(w, m["check"]["bench_tokens"])
 answers = []
 with client.Server(client.REFERENCE, m) as ref:
     for job in todo:
@@ -32,5 +34,5 @@ with client.Server(client.REFERENCE, m) as ref:
         answers.append({**job, "tokens": a["tokens"], "rows": [{str(t): lp for t, lp in r.items()} for r in rows]})
 with open(os.path.join(where, verify.ANSWERS), "w", encoding="utf-8") as f:
     json.dump({"model": m["name"], "workload": w["name"], "answers": answers}, f)
-print(f"the reference's answers to {len(answers)} prompts ({len(answers) - len(jobs.bench_pool(w, 1))} the check's,"
+print(f"the reference's answers to {len(answers)} prompts ({len(checked)} the check's,"
       f" the rest sampled from the ramps), {sum(len(a['tokens']) for a in answers)} tokens; {m['name']}")

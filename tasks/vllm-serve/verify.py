@@ -88,14 +88,14 @@ class Referee:
 
     def judge(self, messages, tokens, ignore_eos=False):
         """(ok, tie, widest, why) for `tokens`, a server's answer to `messages`."""
+        if not tokens:
+            return score(tokens, [])
         kept = self.stored.get(jobs.key(messages, ignore_eos))
-        if kept is not None and tokens:
+        if kept is not None:
             path, rows = kept
             verdict = score(tokens, rows, path)
             if verdict is not None:
                 return verdict
-        if not tokens:
-            return score(tokens, [])
         if self.live is None:
             self.live = client.Server(client.REFERENCE, self.model)
         self.served += 1

@@ -38,7 +38,7 @@ fn digest_file(dir: &Path) -> PathBuf {
 
 /// Every file under `dir` (its path from `dir`, in order) and its content's sha256, hashed; read
 /// as a task's directory is (no symlinks or special files, at most a task's size).
-pub fn digest_of(dir: &Path) -> Result<String> {
+fn digest_of(dir: &Path) -> Result<String> {
     let files = FileTree::read_dir(dir, &globset::GlobSet::empty())
         .with_context(|| format!("reading the reference {}", dir.display()))?;
     let text: String = files
