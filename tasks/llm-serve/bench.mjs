@@ -79,12 +79,12 @@ line("capacity", fit.capacity, {verified: checked});
 line("met", met.length / sent.length);
 line("ttft_p90_ms", p90(sent.map((s) => s.ttft ?? Infinity)));
 line("tpot_p90_ms", p90(answered.map((s) => s.tpot)));
-const {from, doubling} = pace(w);
+const {from, doubling, even} = pace(w);
 const top = sent.at(-1).rate;
 const ceiling = ` (the fit's ceiling: the machine keeps up with ${MOST_REQUESTS} requests)`;
 const edge = {below: ` (every request missed from the start: lower the workload's ramp.from_rps below ${from})`,
     above: " (every request met: the capacity is above the ramp's top rate)"}[fit.censored] ?? "";
-console.log(`${w.name}: a ramp from ${from.toFixed(3)}/s doubling every ${doubling} s sent ${sent.length} requests ` +
+console.log(`${w.name}: a ramp${even ? " of evenly spaced arrivals" : ""} from ${from.toFixed(3)}/s doubling every ${doubling} s sent ${sent.length} requests ` +
     `up to ${top.toFixed(2)}/s; ${met.length} met ${w.slo_ttft_ms} ms to the first token and ${w.slo_tpot_ms} ms a token; ` +
     `capacity at ${SHARE * 100}%: ${fit.capacity.toFixed(3)}/s${edge}; the bound on this ramp: ` +
     `${limit.toFixed(2)}/s${Number.isFinite(keptUp) ? "" : ceiling} ` +

@@ -1,8 +1,9 @@
 // Capacity (harness-owned): the arrival rate at which the server stops meeting its SLOs, from one
 // ramp of rising load within one bench process. The ramp replays the trace's request mix with
-// the trace's own gaps (Poisson, or a log's bursts), at a rate that doubles every `doubling_s`
-// seconds from `from_rps` (the workload's "ramp"; by default an eighth of the trace's rate and
-// 4 s), until MISSES requests have missed or RAMP_S seconds have passed. Each request is met or
+// the trace's own gaps (Poisson, or a log's bursts) or, where the workload's ramp says
+// `"arrivals": "even"`, evenly spaced, at a rate that doubles every `doubling_s` seconds from
+// `from_rps` (the workload's "ramp"; by default an eighth of the trace's rate and 4 s), until
+// MISSES requests have missed or RAMP_S seconds have passed. Each request is met or
 // missed (both SLOs, time running from its scheduled arrival); a miss is counted as soon as it
 // is certain and the request is served on, so its work stays load. A logistic curve of the share
 // met against log-rate, with a fixed slope (as adaptive psychophysics' QUEST assumes one), is fitted
@@ -26,22 +27,26 @@ export const MOST_REQUESTS = 1024;
 /// scattered ones fitted slopes of 2-12 (docs/experiments/2026-12-07-llm-serve-capacity-ramp.md).
 export const SLOPE = 8;
 
-/// The ramp's pace for workload `w`: `{from, doubling}` (requests a second, seconds).
+/// The ramp's pace for workload `w`: `{from, doubling, even}` (requests a second, seconds, and
+/// whether its arrivals are evenly spaced: `ramp.arrivals` "even", or "trace", the default).
 export function pace(w) {
     const r = w.ramp ?? {};
     const from = r.from_rps ?? w.rate_rps / 8;
     const doubling = r.doubling_s ?? 4;
+    const arrivals = r.arrivals ?? "trace";
     if (!(from > 0 && doubling > 0)) throw new Error(`${w.name}: ramp.from_rps and ramp.doubling_s must be positive`);
-    return {from, doubling};
+    if (!["trace", "even"].includes(arrivals)) throw new Error(`${w.name}: ramp.arrivals is "trace" or "even", not ${JSON.stringify(arrivals)}`);
+    return {from, doubling, even: arrivals === "even"};
 }
 
 /// The ramp's requests on the workload's path `path`: [{at (seconds), rate, messages, maxTokens}],
 /// every arrival before `seconds` (at most MOST_REQUESTS). The trace's gaps, in units of its mean
 /// gap, are laid on the ramp by its integral: arrivals by time t are expected to number
-/// from * doubling / ln 2 * (2^(t / doubling) - 1). A log's stretch starts where the path's seed
-/// says and wraps around.
+/// from * doubling / ln 2 * (2^(t / doubling) - 1). With even arrivals each gap is one mean gap
+/// (the k-th request arrives when k are expected): the trace gives only the request mix. A log's
+/// stretch starts where the path's seed says and wraps around.
 export function rampRequests(w, path, seconds = RAMP_S) {
-    const {from, doubling} = pace(w);
+    const {from, doubling, even} = pace(w);
     const expected = Math.min(MOST_REQUESTS, from * doubling / Math.LN2 * (2 ** (seconds / doubling) - 1));
     // Each shape's gap to the one before it in the trace (a log's first: one mean gap).
     const gapped = (reqs) => reqs.map((q, i) => ({...q, gap: i > 0 ? q.at - reqs[i - 1].at : 1 / w.rate_rps}));
@@ -61,7 +66,7 @@ export function rampRequests(w, path, seconds = RAMP_S) {
     let units = 0;
     for (let i = 0; out.length < MOST_REQUESTS; i++) {
         const {gap, ...q} = shapes[i % shapes.length];
-        if (i > 0) units += gap * w.rate_rps;
+        if (i > 0) units += even ? 1 : gap * w.rate_rps;
         const at = doubling * Math.log2(1 + units * Math.LN2 / (from * doubling));
         if (at >= seconds) break;
         out.push({...q, at, rate: from * 2 ** (at / doubling)});

@@ -98,9 +98,9 @@ line("capacity", fit["capacity"], verified=checked)
 line("met", len(met) / len(sent))
 line("ttft_p90_ms", p90([s["ttft"] if s["ttft"] is not None else float("inf") for s in sent]))
 line("tpot_p90_ms", p90([s["tpot"] for s in answered]))
-start, doubling = capacity.pace(w)
+start, doubling, even = capacity.pace(w)
 edge = {"below": f" (every request missed from the start: lower the workload's ramp.from_rps below {start})",
         "above": " (every request met: the capacity is above the ramp's top rate)"}.get(fit["censored"], "")
-print(f"{w['name']}: a ramp from {start:.3f}/s doubling every {doubling} s sent {len(sent)} requests up to "
+print(f"{w['name']}: a ramp{' of evenly spaced arrivals' if even else ''} from {start:.3f}/s doubling every {doubling} s sent {len(sent)} requests up to "
       f"{sent[-1]['rate']:.2f}/s; {len(met)} met {w['slo_ttft_ms']} ms to the first token and {w['slo_tpot_ms']} ms "
       f"a token; capacity at {capacity.SHARE * 100:.0f}%: {fit['capacity']:.3f}/s{edge}; {stated}")

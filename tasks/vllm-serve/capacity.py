@@ -1,13 +1,13 @@
 """Capacity (harness-owned), as llm-serve's capacity.mjs defines and measures it: the arrival rate
 at which the server stops meeting its SLOs, from one ramp of rising load within one bench process.
-The ramp replays the trace's request mix with the trace's own gaps (Poisson, or a log's bursts) at
-a rate that doubles every `doubling_s` seconds from `from_rps` (the workload's "ramp"; by default
-an eighth of the trace's rate and 4 s), until MISSES requests have missed or RAMP_S seconds have
-passed; its layout is capacity.mjs's, request for request. Each request is met or missed (both
-SLOs, time running from its scheduled arrival); a miss is counted as soon as it is certain and the
-request is served on, so its work stays load. A logistic curve of the share met against log-rate,
-with a fixed slope, is fitted to every request by likelihood; the capacity is the rate at which
-it gives SHARE."""
+The ramp replays the trace's request mix with the trace's own gaps (Poisson, or a log's bursts), or
+evenly spaced where the workload's ramp says "arrivals": "even", at a rate that doubles every
+`doubling_s` seconds from `from_rps` (the workload's "ramp"; by default an eighth of the trace's
+rate and 4 s), until MISSES requests have missed or RAMP_S seconds have passed; its layout is
+capacity.mjs's, request for request. Each request is met or missed (both SLOs, time running from
+its scheduled arrival); a miss is counted as soon as it is certain and the request is served on,
+so its work stays load. A logistic curve of the share met against log-rate, with a fixed slope, is
+fitted to every request by likelihood; the capacity is the rate at which it gives SHARE."""
 
 import math
 import threading
@@ -31,13 +31,17 @@ WATCH_S = 0.01
 
 
 def pace(w):
-    """The ramp's pace for workload `w`: (from, doubling), requests a second and seconds."""
+    """The ramp's pace for workload `w`: (from, doubling, even), requests a second, seconds and
+    whether its arrivals are evenly spaced (`ramp.arrivals` "even", or "trace", the default)."""
     r = w.get("ramp") or {}
     start = r.get("from_rps", w["rate_rps"] / 8)
     doubling = r.get("doubling_s", 4)
+    arrivals = r.get("arrivals", "trace")
     if not (isinstance(start, (int, float)) and isinstance(doubling, (int, float)) and start > 0 and doubling > 0):
         raise SystemExit(f"{w['name']}: ramp.from_rps and ramp.doubling_s must be positive")
-    return start, doubling
+    if arrivals not in ("trace", "even"):
+        raise SystemExit(f"{w['name']}: ramp.arrivals is \"trace\" or \"even\", not {arrivals!r}")
+    return start, doubling, arrivals == "even"
 
 
 def _gapped(reqs, rate):
@@ -48,9 +52,9 @@ def _gapped(reqs, rate):
 def ramp_requests(w, path, seconds=RAMP_S):
     """The ramp's requests on the workload's path `path`: [{at, rate, messages, max_tokens}], every
     arrival before `seconds` (at most MOST_REQUESTS). The trace's gaps, in units of its mean gap,
-    are laid on the ramp by its integral; a log's stretch starts where the path's seed says and
-    wraps around."""
-    start, doubling = pace(w)
+    are laid on the ramp by its integral (with even arrivals each gap is one mean gap); a log's
+    stretch starts where the path's seed says and wraps around."""
+    start, doubling, even = pace(w)
     expected = min(MOST_REQUESTS, start * doubling / math.log(2) * (2 ** min(seconds / doubling, 1000) - 1))
     if "entries" in w:
         every = _gapped(traffic.requests({**w, "window_s": math.inf}, 0), w["rate_rps"])
@@ -68,7 +72,7 @@ def ramp_requests(w, path, seconds=RAMP_S):
         q = dict(shapes[i % len(shapes)])
         gap = q.pop("gap")
         if i > 0:
-            units += gap * w["rate_rps"]
+            units += 1 if even else gap * w["rate_rps"]
         at = doubling * math.log2(1 + units * math.log(2) / (start * doubling))
         if at >= seconds:
             break

@@ -147,3 +147,73 @@ fn python_lays_the_same_ramps_and_reads_the_same_capacities_as_node() {
         assert!((x - y).abs() <= 1e-9 * x, "{a} vs {b}");
     }
 }
+
+#[test]
+fn even_arrivals_keep_the_paths_request_mix_and_lay_the_kth_where_k_are_expected() {
+    // chat's path 2 with the trace's own (Poisson) gaps and with `ramp.arrivals` "even" (what
+    // chat.json names), in node and Python.
+    let v = node(
+        "const w = load('workloads/chat.json'); const even = {...w, ramp: {arrivals: 'even'}}; \
+         const trace = {...w, ramp: {arrivals: 'trace'}}; \
+         const shape = (r) => r.map((q) => [q.at, q.maxTokens, q.messages[0].content]); \
+         console.log(JSON.stringify({pace: pace(even), chat: pace(w), trace: shape(rampRequests(trace, 2)), \
+             even: shape(rampRequests(even, 2))}));",
+    );
+    let py = python(
+        "w = traffic.load('workloads/chat.json')\n\
+         r = capacity.ramp_requests({**w, 'ramp': {'arrivals': 'even'}}, 2)\n\
+         print(json.dumps([[q['at'], q['max_tokens'], q['messages'][0]['content']] for q in r]))",
+    );
+    assert_eq!(v["pace"]["even"], true, "{v}");
+    assert_eq!(v["chat"], v["pace"], "chat's ramp is the even one");
+    let (from, doubling) = (
+        v["pace"]["from"].as_f64().unwrap(),
+        v["pace"]["doubling"].as_f64().unwrap(),
+    );
+    let (trace, even) = (
+        v["trace"].as_array().unwrap(),
+        v["even"].as_array().unwrap(),
+    );
+    assert!(even.len() > 20, "{v}");
+    for (k, q) in even.iter().enumerate() {
+        // The k-th request (from 0) arrives when k are expected: from * doubling / ln 2 *
+        // (2^(t / doubling) - 1) = k.
+        let want = doubling * (1.0 + k as f64 * 2f64.ln() / (from * doubling)).log2();
+        let at = q[0].as_f64().unwrap();
+        assert!((at - want).abs() < 1e-9, "request {k}: {at} against {want}");
+        // The same requests, in the same order, as the trace's own gaps would send.
+        if let Some(t) = trace.get(k) {
+            assert_eq!(
+                q.as_array().unwrap()[1..],
+                t.as_array().unwrap()[1..],
+                "{k}"
+            );
+        }
+        let p = &py[k];
+        assert_eq!(
+            q.as_array().unwrap()[1..],
+            p.as_array().unwrap()[1..],
+            "{k}"
+        );
+        assert!((p[0].as_f64().unwrap() - at).abs() < 1e-9, "{q} vs {p}");
+    }
+    assert_eq!(even.len(), py.as_array().unwrap().len());
+    // Even gaps are not the trace's: the Poisson path's arrivals fall elsewhere.
+    assert!(trace.iter().zip(even).any(|(t, e)| t[0] != e[0]));
+    // Anything else is refused by both, naming the field and what it takes.
+    let js = node(
+        "try { pace({name: 'x', rate_rps: 1, ramp: {arrivals: 'uniform'}}); console.log('null'); } \
+         catch (e) { console.log(JSON.stringify(e.message)); }",
+    );
+    let py = python(
+        "try:\n    capacity.pace({'name': 'x', 'rate_rps': 1, 'ramp': {'arrivals': 'uniform'}}); print('null')\n\
+         except SystemExit as e:\n    print(json.dumps(str(e)))",
+    );
+    for why in [js, py] {
+        let why = why.as_str().unwrap_or_default().to_string();
+        assert!(
+            why.contains("ramp.arrivals") && why.contains("\"even\"") && why.contains("uniform"),
+            "{why}"
+        );
+    }
+}
