@@ -151,18 +151,13 @@ fn python_lays_the_same_ramps_and_reads_the_same_capacities_as_node() {
 #[test]
 fn even_arrivals_keep_the_paths_request_mix_and_lay_the_kth_where_k_are_expected() {
     // chat's path 2 with the trace's own (Poisson) gaps and with `ramp.arrivals` "even" (what
-    // chat.json names), in node and Python.
+    // chat.json names, so Python's even ramp is compared with node's by the test above).
     let v = node(
         "const w = load('workloads/chat.json'); const even = {...w, ramp: {arrivals: 'even'}}; \
          const trace = {...w, ramp: {arrivals: 'trace'}}; \
          const shape = (r) => r.map((q) => [q.at, q.maxTokens, q.messages[0].content]); \
          console.log(JSON.stringify({pace: pace(even), chat: pace(w), trace: shape(rampRequests(trace, 2)), \
              even: shape(rampRequests(even, 2))}));",
-    );
-    let py = python(
-        "w = traffic.load('workloads/chat.json')\n\
-         r = capacity.ramp_requests({**w, 'ramp': {'arrivals': 'even'}}, 2)\n\
-         print(json.dumps([[q['at'], q['max_tokens'], q['messages'][0]['content']] for q in r]))",
     );
     assert_eq!(v["pace"]["even"], true, "{v}");
     assert_eq!(v["chat"], v["pace"], "chat's ramp is the even one");
@@ -189,15 +184,7 @@ fn even_arrivals_keep_the_paths_request_mix_and_lay_the_kth_where_k_are_expected
                 "{k}"
             );
         }
-        let p = &py[k];
-        assert_eq!(
-            q.as_array().unwrap()[1..],
-            p.as_array().unwrap()[1..],
-            "{k}"
-        );
-        assert!((p[0].as_f64().unwrap() - at).abs() < 1e-9, "{q} vs {p}");
     }
-    assert_eq!(even.len(), py.as_array().unwrap().len());
     // Even gaps are not the trace's: the Poisson path's arrivals fall elsewhere.
     assert!(trace.iter().zip(even).any(|(t, e)| t[0] != e[0]));
     // Anything else is refused by both, naming the field and what it takes.
